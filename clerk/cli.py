@@ -1,0 +1,58 @@
+"""The ``clerk`` command line: the only entry point the Snakefile calls.
+
+Every verb lives in the library module that owns the concept; this file only collects them.
+A module takes part by defining ``register_cli(subparsers)``, which adds its verb(s) with
+``parser.set_defaults(func=main)``; ``main(args)`` does the work. Modules keep torch,
+transformers, trl and peft imports inside functions so ``clerk --help`` stays fast.
+
+    clerk --help
+    clerk generate --help
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from clerk.errors import UserError
+
+# Order is the order verbs appear in ``clerk --help``: the pipeline order.
+_MODULES = (
+    "clerk.generator",
+    "clerk.streams",
+    "clerk.sft",
+    "clerk.models",
+    "clerk.train",
+    "clerk.evaluate",
+    "clerk.scoring",
+    "clerk.locomo",
+    "clerk.report",
+    "clerk.provenance",
+)
+
+
+def make_parser() -> argparse.ArgumentParser:
+    """Build the top-level parser with one sub-command per pipeline verb."""
+    parser = argparse.ArgumentParser(
+        prog="clerk",
+        description="CLERK: fixed-budget write-time ledger memory. One verb per pipeline stage.",
+    )
+    sub = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
+    for name in _MODULES:
+        importlib.import_module(name).register_cli(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Parse ``argv`` and run the chosen verb; user errors exit with status 2 and one message."""
+    args = make_parser().parse_args(argv)
+    try:
+        args.func(args)
+    except UserError as err:
+        print(f"clerk {args.verb}: error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,321 @@
+"""The ledger: B fact slots, four edit ops, a pure reducer, a tolerant parser, an exact serializer.
+
+SPEC §1. A ledger is a list of exactly B slot dicts in index order, in the file format itself:
+an occupied slot is ``{"i","s","p","o","prev","v","born","t","uses"}`` and a free one ``{"i"}``.
+Keeping the in-memory form identical to the file form means there is no conversion layer to get
+wrong; every function here treats its inputs as read-only and returns fresh objects.
+
+    >>> L = empty_ledger(2)
+    >>> L, rep = reduce(L, [{"op": "ADD", "s": "Ari", "p": "job", "o": "nurse"}], now=0)
+    >>> L, rep = reduce(L, [{"op": "UPDATE", "i": 0, "s": "Ari", "p": "job", "o": "chef"}], now=1)
+    >>> L[0]["o"], L[0]["prev"], L[0]["t"]
+    ('chef', 'nurse', 1)
+    >>> deserialize(serialize(L)) == L
+    True
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+Slot = dict[str, Any]
+Ledger = list[Slot]
+Op = dict[str, Any]
+Program = list[Any]
+
+#: Field order of an occupied slot, in files and in the prompt serialization.
+SLOT_FIELDS = ("i", "s", "p", "o", "prev", "v", "born", "t", "uses")
+OP_KINDS = ("ADD", "UPDATE", "TOMBSTONE", "EVICT")
+#: Required fields per op kind (besides "op") and their types.
+_OP_SCHEMA: dict[str, dict[str, type]] = {
+    "ADD": {"s": str, "p": str, "o": str},
+    "UPDATE": {"i": int, "s": str, "p": str, "o": str},
+    "TOMBSTONE": {"i": int},
+    "EVICT": {"i": int},
+}
+
+
+class InvalidOpError(ValueError):
+    """Raised by the strict reducer on the first invalid op.
+
+    Attributes:
+        position: index of the op in the program (0-based).
+        op: the offending op, as given.
+        reason: why it is invalid.
+    """
+
+    def __init__(self, position: int, op: Any, reason: str):
+        self.position, self.op, self.reason = position, op, reason
+        super().__init__(f"op {position} {_short(op)} is invalid: {reason}")
+
+
+@dataclass
+class ReduceReport:
+    """What a reduce did: positions of applied ops and ``(position, op, reason)`` for skipped ones."""
+
+    applied: list[int] = field(default_factory=list)
+    invalid: list[tuple[int, Any, str]] = field(default_factory=list)
+
+
+@dataclass
+class ParseResult:
+    """A program parsed from model text; ``error`` is None when a JSON list was found."""
+
+    program: Program
+    error: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None
+
+
+# --------------------------------------------------------------------------- slots and ledgers
+
+
+def empty_ledger(budget: int) -> Ledger:
+    """A ledger of ``budget`` free slots.
+
+    >>> empty_ledger(2)
+    [{'i': 0}, {'i': 1}]
+    """
+    if not isinstance(budget, int) or isinstance(budget, bool) or budget < 1:
+        raise ValueError(f"budget must be a positive int, got {budget!r}")
+    return [{"i": i} for i in range(budget)]
+
+
+def is_free(slot: Slot) -> bool:
+    """True for a free slot (only an index)."""
+    return "s" not in slot
+
+
+def occupied(ledger: Ledger) -> list[Slot]:
+    """The occupied slots, in index order."""
+    return [slot for slot in ledger if not is_free(slot)]
+
+
+def find(ledger: Ledger, subject: str, pred: str) -> int | None:
+    """Index of the occupied slot holding (subject, pred), or None."""
+    for slot in ledger:
+        if not is_free(slot) and slot["s"] == subject and slot["p"] == pred:
+            return slot["i"]
+    return None
+
+
+def validate_ledger(ledger: Any) -> None:
+    """Raise ValueError unless ``ledger`` is well formed (indices 0..B-1, typed fields, unique keys)."""
+    if not isinstance(ledger, list) or not ledger:
+        raise ValueError("a ledger is a non-empty JSON list of slots")
+    keys = set()
+    for pos, slot in enumerate(ledger):
+        if not isinstance(slot, dict) or slot.get("i") != pos or type(slot.get("i")) is not int:
+            raise ValueError(f"slot {pos} must be a dict with i={pos}, got {slot!r}")
+        if is_free(slot):
+            if set(slot) != {"i"}:
+                raise ValueError(f"free slot {pos} must hold only 'i', got {sorted(slot)}")
+            continue
+        if tuple(slot) != SLOT_FIELDS:
+            raise ValueError(f"slot {pos} fields must be {SLOT_FIELDS} in order, got {tuple(slot)}")
+        for name in ("s", "p", "o"):
+            if not isinstance(slot[name], str):
+                raise ValueError(f"slot {pos} field {name!r} must be a string, got {slot[name]!r}")
+        if slot["prev"] is not None and not isinstance(slot["prev"], str):
+            raise ValueError(f"slot {pos} field 'prev' must be a string or null, got {slot['prev']!r}")
+        if slot["v"] not in (0, 1) or type(slot["v"]) is not int:
+            raise ValueError(f"slot {pos} field 'v' must be 0 or 1, got {slot['v']!r}")
+        for name in ("born", "t", "uses"):
+            if type(slot[name]) is not int or slot[name] < 0:
+                raise ValueError(f"slot {pos} field {name!r} must be an int >= 0, got {slot[name]!r}")
+        if (slot["s"], slot["p"]) in keys:
+            raise ValueError(f"slot {pos} repeats (s, p) = {(slot['s'], slot['p'])!r}")
+        keys.add((slot["s"], slot["p"]))
+
+
+# --------------------------------------------------------------------------- salience
+
+
+def salience_key(slot: Slot) -> tuple[int, int, int]:
+    """Sort key of the eviction oracle: the *smallest* key is the least salient slot.
+
+    Salience uses only fields the policy sees in the serialized ledger: more ``uses`` (questions
+    answered from the slot) is more salient, then a more recent last write ``t``; remaining ties
+    evict the lower index ``i`` first. The order is total because indices are unique.
+
+    >>> salience_key({"i": 4, "s": "A", "p": "job", "o": "x", "prev": None, "v": 1, "born": 0, "t": 3, "uses": 2})
+    (2, 3, 4)
+    """
+    return (slot["uses"], slot["t"], slot["i"])
+
+
+def least_salient(ledger: Ledger) -> int:
+    """Index of the occupied slot the oracle evicts first. Raises ValueError on an empty ledger."""
+    slots = occupied(ledger)
+    if not slots:
+        raise ValueError("no occupied slot to evict")
+    return min(slots, key=salience_key)["i"]
+
+
+def record_use(ledger: Ledger, subject: str, pred: str) -> Ledger:
+    """A copy of ``ledger`` with ``uses`` of the (subject, pred) slot incremented (no-op if absent)."""
+    out = copy.deepcopy(ledger)
+    idx = find(out, subject, pred)
+    if idx is not None:
+        out[idx]["uses"] += 1
+    return out
+
+
+# --------------------------------------------------------------------------- reducer
+
+
+def check_op(ledger: Ledger, op: Any) -> str | None:
+    """Why ``op`` cannot be applied to ``ledger``, or None when it can."""
+    if not isinstance(op, dict):
+        return f"an op must be a JSON object, got {type(op).__name__}"
+    kind = op.get("op")
+    if kind not in _OP_SCHEMA:
+        return f"unknown op {kind!r} (expected one of {', '.join(OP_KINDS)})"
+    schema = _OP_SCHEMA[kind]
+    extra = sorted(set(op) - set(schema) - {"op"}, key=str)
+    if extra:
+        return f"unexpected field(s) {extra} for {kind}"
+    for name, typ in schema.items():
+        if name not in op:
+            return f"missing field {name!r}"
+        value = op[name]
+        if type(value) is not typ:  # bool is not an int index; exact types only
+            return f"field {name!r} must be {typ.__name__}, got {type(value).__name__}"
+    if "i" in schema and not 0 <= op["i"] < len(ledger):
+        return f"slot index {op['i']} out of range 0..{len(ledger) - 1}"
+    if kind == "ADD":
+        if find(ledger, op["s"], op["p"]) is not None:
+            return f"(s, p) = ({op['s']!r}, {op['p']!r}) already occupies a slot"
+        if all(not is_free(slot) for slot in ledger):
+            return "no free slot"
+        return None
+    slot = ledger[op["i"]]
+    if is_free(slot):
+        return f"slot {op['i']} is free"
+    if kind == "UPDATE":
+        if (slot["s"], slot["p"]) != (op["s"], op["p"]):
+            return f"slot {op['i']} holds ({slot['s']!r}, {slot['p']!r}), not ({op['s']!r}, {op['p']!r})"
+        if slot["o"] == op["o"]:
+            return f"value unchanged ({op['o']!r})"
+    if kind == "TOMBSTONE" and slot["v"] == 0:
+        return f"slot {op['i']} is already tombstoned"
+    return None
+
+
+def _apply(ledger: Ledger, op: Op, now: int) -> None:
+    """Apply a checked op in place on a ledger the caller owns."""
+    kind = op["op"]
+    if kind == "ADD":
+        i = next(slot["i"] for slot in ledger if is_free(slot))
+        ledger[i] = {"i": i, "s": op["s"], "p": op["p"], "o": op["o"], "prev": None, "v": 1,
+                     "born": now, "t": now, "uses": 0}
+    elif kind == "UPDATE":
+        slot = ledger[op["i"]]
+        slot.update(prev=slot["o"], o=op["o"], v=1, t=now)
+    elif kind == "TOMBSTONE":
+        ledger[op["i"]].update(v=0, t=now)
+    else:  # EVICT
+        ledger[op["i"]] = {"i": op["i"]}
+
+
+def reduce(ledger: Ledger, program: Any, now: int, *, strict: bool = True) -> tuple[Ledger, ReduceReport]:
+    """Apply ``program`` to ``ledger`` at session ``now``; return (new ledger, report).
+
+    Args:
+        ledger: the input ledger; never mutated.
+        program: a list of ops (anything else is a single invalid "program").
+        now: session index written into ``born`` / ``t``.
+        strict: raise on the first invalid op (gold programs, tests) instead of skipping it
+            (model output).
+
+    Raises:
+        InvalidOpError: strict mode only, naming the op's position, the op and the reason.
+    """
+    out = copy.deepcopy(ledger)
+    report = ReduceReport()
+    if not isinstance(program, list):
+        reason = f"a program must be a JSON list, got {type(program).__name__}"
+        if strict:
+            raise InvalidOpError(-1, program, reason)
+        report.invalid.append((-1, program, reason))
+        return out, report
+    for pos, op in enumerate(program):
+        reason = check_op(out, op)
+        if reason is not None:
+            if strict:
+                raise InvalidOpError(pos, op, reason)
+            report.invalid.append((pos, op, reason))
+            continue
+        _apply(out, op, now)
+        report.applied.append(pos)
+    return out, report
+
+
+# --------------------------------------------------------------------------- text forms
+
+
+def dumps(obj: Any) -> str:
+    """Compact, deterministic JSON (the one JSON style for ops, programs and slots)."""
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
+
+
+def parse_program(text: Any) -> ParseResult:
+    """Take the first JSON list in model text; never raises.
+
+    Code fences and chatter around the list are allowed. Anything unparseable gives an empty
+    program and an ``error``.
+
+    >>> parse_program('Sure! ```json\\n[{"op":"EVICT","i":0}]\\n```').program
+    [{'op': 'EVICT', 'i': 0}]
+    >>> parse_program("no list here").failed
+    True
+    """
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")
+    if not isinstance(text, str):
+        return ParseResult([], f"expected text, got {type(text).__name__}")
+    decoder = json.JSONDecoder()
+    start = text.find("[")
+    while start != -1:
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except (ValueError, RecursionError):
+            value = None
+        if isinstance(value, list):
+            return ParseResult(value)
+        start = text.find("[", start + 1)
+    return ParseResult([], "no JSON list found")
+
+
+def serialize(ledger: Ledger) -> str:
+    """Compact exact text form for prompts: one JSON array per slot, one slot per line.
+
+    Occupied: ``[i,s,p,o,prev,v,born,t,uses]``; free: ``[i]``. JSON escaping keeps newlines out
+    of values, so lines split exactly.
+
+    >>> serialize([{"i": 0, "s": "Ari", "p": "job", "o": "chef", "prev": None, "v": 1, "born": 0, "t": 0, "uses": 0}, {"i": 1}])
+    '[0,"Ari","job","chef",null,1,0,0,0]\\n[1]'
+    """
+    return "\n".join(dumps([slot[name] for name in SLOT_FIELDS if name in slot]) for slot in ledger)
+
+
+def deserialize(text: str) -> Ledger:
+    """Inverse of :func:`serialize`. Raises ValueError on malformed text."""
+    ledger = []
+    for n, line in enumerate(text.split("\n")):
+        row = json.loads(line)
+        if not isinstance(row, list) or len(row) not in (1, len(SLOT_FIELDS)):
+            raise ValueError(f"line {n}: expected [i] or {len(SLOT_FIELDS)} fields, got {line!r}")
+        ledger.append(dict(zip(SLOT_FIELDS, row)))
+    validate_ledger(ledger)
+    return ledger
+
+
+def _short(obj: Any, limit: int = 120) -> str:
+    text = dumps(obj) if isinstance(obj, (dict, list, str, int, float)) or obj is None else repr(obj)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
