@@ -1,0 +1,80 @@
+# Shared wiring: config validation, wildcard constraints, input functions and the final targets.
+from pathlib import Path
+
+from snakemake.utils import validate
+
+validate(config, "../schemas/config.schema.yaml")
+
+SEEDS = [str(seed) for seed in config["seeds"]]
+# Timeline splits: train feeds SFT; test and test_ood are evaluated; long is the read-cost probe.
+SPLITS = ["train", "test", "test_ood", "long"]
+EVAL_SPLITS = ["test", "test_ood"]
+MODEL_DIR = f"resources/models/{config['model']['name']}"
+
+
+def code(*modules):
+    """Library files a job runs; declared as inputs so that a code change reruns the job."""
+    return [f"clerk/{name}.py" for name in ("ledger", "cli", *modules)]
+
+
+def get_phrasings(wildcards):
+    """A user phrasing catalogue if configured, else the built-in data files."""
+    if config["data"].get("phrasings"):
+        return [config["data"]["phrasings"]]
+    return sorted(str(p) for p in Path("clerk/phrasing").glob("*.yaml"))
+
+
+def generate_args(wildcards):
+    """Command-line arguments of `clerk generate` for one split."""
+    size = config["data"][wildcards.split]
+    # The long-horizon probe uses the test names and phrasings, with many more sessions.
+    split = "test" if wildcards.split == "long" else wildcards.split
+    args = (
+        f"--split {split} --personas {size['personas']} --sessions {size['sessions']}"
+        f" --budget {config['data']['budget']} --init-facts {config['data']['init_facts']}"
+    )
+    if config["data"].get("phrasings"):
+        args += f" --phrasings {config['data']['phrasings']}"
+    return args
+
+
+def model_args():
+    """Command-line arguments of `clerk materialize-model` from the `model` config block."""
+    spec = config["model"]
+    flags = {
+        "package": "--package",
+        "file": "--file",
+        "sha256": "--sha256",
+        "repo_id": "--repo-id",
+        "revision": "--revision",
+        "path": "--path",
+        "vocab_size": "--vocab-size",
+        "hidden": "--hidden",
+        "layers": "--layers",
+        "heads": "--heads",
+        "intermediate": "--intermediate",
+    }
+    args = [f"--kind {spec['kind']}"]
+    args += [f"{flag} {spec[key]}" for key, flag in flags.items() if key in spec]
+    return " ".join(args)
+
+
+def get_model_inputs(wildcards):
+    """The scratch model trains its tokenizer on the first seed's training split."""
+    inputs = {"code": code("models", "prompts")}
+    if config["model"]["kind"] == "scratch":
+        inputs["timelines"] = f"results/data/{SEEDS[0]}/train.jsonl"
+    return inputs
+
+
+def locomo_enabled():
+    """LoCoMo runs only when data is configured (a path or an allowed download)."""
+    return bool(config["locomo"]["path"]) or config["locomo"]["download"]
+
+
+def get_final_output():
+    """Every artifact of the paper: the targets of the default target."""
+    targets = expand("results/data/{seed}/{split}.jsonl", seed=SEEDS, split=SPLITS)
+    targets += expand("results/sft/{seed}", seed=SEEDS)
+    targets += expand("results/eviction/{seed}.csv", seed=SEEDS)
+    return targets
