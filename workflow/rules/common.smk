@@ -1,9 +1,9 @@
 # Shared wiring: config validation, wildcard constraints, input functions and the final targets.
 from pathlib import Path
 
-from snakemake.utils import validate
+from clerk.config import validate_config
 
-validate(config, "../schemas/config.schema.yaml")
+validate_config(config, workflow.source_path("../schemas/config.schema.yaml"))
 
 SEEDS = [str(seed) for seed in config["seeds"]]
 # Timeline splits: train feeds SFT; test and test_ood are evaluated; long is the read-cost probe.
@@ -39,23 +39,20 @@ def generate_args(wildcards):
 
 
 def model_args():
-    """Command-line arguments of `clerk materialize-model` from the `model` config block."""
+    """Command-line arguments of `clerk materialize-model` for the configured model kind.
+
+    Only the keys of the chosen kind are passed: a profile that switches kind (smoke.yaml merges
+    over config.yaml) must not leak the other kind's keys.
+    """
     spec = config["model"]
-    flags = {
-        "package": "--package",
-        "file": "--file",
-        "sha256": "--sha256",
-        "repo_id": "--repo-id",
-        "revision": "--revision",
-        "path": "--path",
-        "vocab_size": "--vocab-size",
-        "hidden": "--hidden",
-        "layers": "--layers",
-        "heads": "--heads",
-        "intermediate": "--intermediate",
-    }
+    keys = {
+        "pypi-gguf": ["package", "file", "sha256"],
+        "hf": ["repo_id", "revision"],
+        "local": ["path"],
+        "scratch": ["vocab_size", "hidden", "layers", "heads", "intermediate"],
+    }[spec["kind"]]
     args = [f"--kind {spec['kind']}"]
-    args += [f"{flag} {spec[key]}" for key, flag in flags.items() if key in spec]
+    args += [f"--{key.replace('_', '-')} {spec[key]}" for key in keys]
     return " ".join(args)
 
 
