@@ -17,6 +17,11 @@ def code(*modules):
     return [f"clerk/{name}.py" for name in ("ledger", "cli", *modules)]
 
 
+def get_memory_code(wildcards):
+    """The memory-system package (registry and one file per system)."""
+    return sorted(str(p) for p in Path("clerk/memory").glob("*.py"))
+
+
 def get_phrasings(wildcards):
     """A user phrasing catalogue if configured, else the built-in data files."""
     if config["data"].get("phrasings"):

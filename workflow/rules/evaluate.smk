@@ -1,0 +1,58 @@
+# Evaluation of every memory system on the test splits (SPEC §6) and the read-cost probe.
+
+
+rule evaluate:
+    input:
+        timelines="results/data/{seed}/{split}.jsonl",
+        model=MODEL_DIR,
+        adapter="results/train/{seed}",
+        code=code("evaluate", "metrics", "scoring", "models", "prompts", "generator"),
+        systems=get_memory_code,
+    output:
+        metrics="results/eval/{seed}/{split}/metrics.json",
+        predictions="results/eval/{seed}/{split}/predictions.jsonl",
+        ledgers="results/eval/{seed}/{split}/ledgers.jsonl",
+    log:
+        "logs/evaluate/{seed}_{split}.log",
+    benchmark:
+        "benchmarks/runs/evaluate/{seed}_{split}.tsv"
+    conda:
+        "../../environment.yml"
+    resources:
+        gpu=1,
+    params:
+        outdir=lambda wc, output: Path(output.metrics).parent,
+        systems=lambda wc: " ".join(config["evaluate"]["systems"]),
+        window_k=lookup(dpath="evaluate/window_k", within=config),
+        rag_k=lookup(dpath="evaluate/rag_k", within=config),
+        max_new_tokens=lookup(dpath="evaluate/max_new_tokens", within=config),
+        batch_size=lookup(dpath="evaluate/batch_size", within=config),
+        baseline_reader=lookup(dpath="evaluate/baseline_reader", within=config),
+    shell:
+        "clerk evaluate --timelines {input.timelines} --model {input.model}"
+        " --adapter {input.adapter} --systems {params.systems} --window-k {params.window_k}"
+        " --rag-k {params.rag_k} --max-new-tokens {params.max_new_tokens}"
+        " --batch-size {params.batch_size} --baseline-reader {params.baseline_reader}"
+        " --quiet --out {params.outdir} > {log} 2>&1"
+
+
+rule read_cost:
+    input:
+        timelines="results/data/{seed}/long.jsonl",
+        model=MODEL_DIR,
+        code=code("evaluate", "prompts"),
+        systems=get_memory_code,
+    output:
+        csv="results/readcost/{seed}.csv",
+    log:
+        "logs/read_cost/{seed}.log",
+    benchmark:
+        "benchmarks/runs/read_cost/{seed}.tsv"
+    conda:
+        "../../environment.yml"
+    params:
+        window_k=lookup(dpath="evaluate/window_k", within=config),
+        rag_k=lookup(dpath="evaluate/rag_k", within=config),
+    shell:
+        "clerk read-cost --timelines {input.timelines} --tokenizer {input.model}"
+        " --window-k {params.window_k} --rag-k {params.rag_k} --out {output.csv} > {log} 2>&1"
