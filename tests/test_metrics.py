@@ -159,3 +159,14 @@ class TestStateF1:
         """Two empty ledgers score 1.0; empty vs non-empty scores 0.0."""
         assert state_f1(empty_ledger(2), empty_ledger(2)) == 1.0
         assert state_f1(empty_ledger(3), _ledger()) == 0.0
+
+
+class TestOpScoresDriftedLedger:
+    def test_gold_resolved_on_its_own_ledger(self):
+        """With gold_ledger_before, the gold program resolves on the gold ledger and matches by fact."""
+        gold_L, _ = reduce(empty_ledger(3), [{"op": "ADD", "s": "A", "p": "x", "o": "1"},
+                                             {"op": "ADD", "s": "A", "p": "pet", "o": "cat"}], 0)
+        own_L, _ = reduce(empty_ledger(3), [{"op": "ADD", "s": "A", "p": "pet", "o": "cat"}], 0)
+        s = op_scores(own_L, [{"op": "TOMBSTONE", "i": 0}], [{"op": "TOMBSTONE", "i": 1}], 1,
+                      gold_ledger_before=gold_L)
+        assert (s["tp"], s["fp"], s["fn"]) == (1, 0, 0)

@@ -1,0 +1,237 @@
+"""The memory-system contract, the evaluation knobs and the shared runtime (models, tokenizer).
+
+SPEC §6: a memory system = a *writer* (how memory changes after each session) + a *view* (the
+text the reader sees for a question) + a *reader* (which model scores the answer options). The
+runner (``clerk.evaluate``) drives every system through the same loop, per session index and
+batched across personas:
+
+1. ``on_questions`` (bookkeeping at question time, e.g. ledger ``uses``),
+2. ``view`` for each question, scored by the reader,
+3. ``write`` with the session transcript (consolidation).
+
+    python -c "from clerk.memory import MEMORY_REGISTRY; print(MEMORY_REGISTRY.names())"
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
+
+from clerk.errors import UserError
+
+READERS = ("mc", "rule")
+READER_MODELS = ("base", "adapter")
+
+
+@dataclass
+class EvalConfig:
+    """Knobs of the synthetic evaluation (defaults < CLI); recorded in ``metrics.json``."""
+
+    #: sessions the ``window`` view shows (the k most recent earlier sessions).
+    window_k: int = 3
+    #: turns the ``rag`` view retrieves per question.
+    rag_k: int = 8
+    #: generation cap for model writers, in tokens (bounds an over-long program).
+    max_new_tokens: int = 256
+    #: prompts per generation batch for model writers.
+    batch_size: int = 16
+    #: "mc" = multiple-choice log-likelihood; "rule" = exact rule reader (ledger systems only).
+    reader: str = "mc"
+    #: model reading the transcript baselines (full, window, rag, add-only, null): "base" or "adapter".
+    baseline_reader: str = "base"
+    #: cap on view tokens for transcript views; -1 = the reader's context minus the prompt reserve.
+    max_read_tokens: int = -1
+    #: token budget of the add-only view; -1 = the token count of the gold (oracle) ledger view at
+    #: the same session, i.e. the read cost of a ledger.
+    add_only_budget: int = -1
+
+    def __post_init__(self) -> None:
+        for name in ("window_k", "rag_k", "max_new_tokens", "batch_size"):
+            value = getattr(self, name)
+            if type(value) is not int or value < 1:
+                raise UserError(f"{name} must be an int >= 1, got {value!r}")
+        for name in ("max_read_tokens", "add_only_budget"):
+            value = getattr(self, name)
+            if type(value) is not int or (value < 1 and value != -1):
+                raise UserError(f"{name} must be an int >= 1 or -1, got {value!r}")
+        if self.reader not in READERS:
+            raise UserError(f"reader must be one of {', '.join(READERS)}, got {self.reader!r}")
+        if self.baseline_reader not in READER_MODELS:
+            raise UserError(f"baseline_reader must be one of {', '.join(READER_MODELS)}, got {self.baseline_reader!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class Runtime:
+    """Lazily loaded models and tokenizer shared by all systems of one evaluation run.
+
+    Args:
+        config: the evaluation knobs.
+        model_dir: base model directory (safetensors + tokenizer); needed for model readers/writers
+            and, unless ``tokenizer`` is given, for token counting.
+        adapter_dir: LoRA adapter directory, or None.
+        tokenizer: a ready tokenizer (tests, read-cost probe); default: loaded from ``model_dir``.
+        context_tokens: the reader's context length; default: the model config's
+            ``max_position_embeddings``.
+    """
+
+    #: Tokens kept free in the reader's context for the prompt frame, the question and the option.
+    PROMPT_RESERVE = 192
+
+    def __init__(
+        self,
+        config: EvalConfig,
+        model_dir: str | None = None,
+        adapter_dir: str | None = None,
+        tokenizer: Any = None,
+        context_tokens: int | None = None,
+    ) -> None:
+        self.config = config
+        self.model_dir, self.adapter_dir = model_dir, adapter_dir
+        self._tokenizer = tokenizer
+        self._context = context_tokens
+        self._models: dict[str, tuple[Any, Any]] = {}
+        self._line_tokens: dict[str, int] = {}
+
+    # ---------------------------------------------------------------- tokens
+
+    @property
+    def tokenizer(self) -> Any:
+        if self._tokenizer is None:
+            if self.model_dir is None:
+                raise UserError("a model directory (--model) is needed to count tokens")
+            from transformers import AutoTokenizer
+
+            self._tokenizer = AutoTokenizer.from_pretrained(self.model_dir)
+        return self._tokenizer
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` under the reader's tokenizer, without special tokens."""
+        if not text:
+            return 0
+        return len(self.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"])
+
+    def line_tokens(self, line: str) -> int:
+        """Cached token count of one view line (transcript lines recur every session)."""
+        if line not in self._line_tokens:
+            self._line_tokens[line] = self.count_tokens(line)
+        return self._line_tokens[line]
+
+    @property
+    def context_tokens(self) -> int:
+        if self._context is None:
+            if self.model_dir is None:
+                raise UserError("a model directory (--model) is needed to know the reader's context length")
+            from transformers import AutoConfig
+
+            self._context = int(AutoConfig.from_pretrained(self.model_dir).max_position_embeddings)
+        return self._context
+
+    def view_budget(self) -> int:
+        """Most tokens a transcript view may take: the reader's context minus the prompt reserve,
+        capped by ``max_read_tokens``."""
+        budget = max(1, self.context_tokens - self.PROMPT_RESERVE)
+        if self.config.max_read_tokens != -1:
+            budget = min(budget, self.config.max_read_tokens)
+        return budget
+
+    # ---------------------------------------------------------------- models
+
+    def model(self, kind: str) -> tuple[Any, Any]:
+        """(model, tokenizer) for ``kind`` = "base" or "adapter", loaded once via ``clerk.models``."""
+        if kind not in self._models:
+            from clerk import models
+
+            if self.model_dir is None:
+                raise UserError("a model directory (--model) is needed for model readers and writers")
+            if kind == "adapter":
+                if self.adapter_dir is None:
+                    raise UserError("an adapter directory (--adapter) is needed to read or write with the adapter")
+                self._models[kind] = models.load_model(self.model_dir, adapter_dir=self.adapter_dir)
+            elif kind == "base":
+                self._models[kind] = models.load_model(self.model_dir)
+            else:
+                raise ValueError(f"model kind must be 'base' or 'adapter', got {kind!r}")
+            self._models[kind][0].eval()
+        return self._models[kind]
+
+
+@dataclass
+class View:
+    """What the reader sees for one question; ``truncated`` = older content was cut to fit."""
+
+    text: str
+    truncated: bool = False
+
+
+@dataclass
+class WriteResult:
+    """One persona's consolidation after a session.
+
+    ``program`` is None for systems that do not write edit programs; the other fields then keep
+    their defaults. ``seconds`` is the batch's wall time divided evenly over its personas.
+    """
+
+    state: Any
+    program: list | None = None
+    parse_failed: bool = False
+    n_invalid: int = 0
+    write_tokens: int = 0
+    seconds: float = 0.0
+    invalid: list = field(default_factory=list)
+
+
+class MemorySystem(abc.ABC):
+    """A memory system under evaluation.
+
+    Contract:
+
+    * ``init_state(timeline)`` returns the empty memory of one persona. The runner owns the
+      states; a system keeps no per-persona state of its own, so one instance serves all personas.
+    * ``view(state, timeline, session, question)`` returns the :class:`View` the reader sees for
+      ``question``, from memory as it stands *before* ``session`` is consolidated (the session's
+      own transcript is never visible). Views must be deterministic.
+    * ``write(states, timelines, sessions)`` consolidates ``sessions[j]`` into ``states[j]`` for a
+      batch of personas at the same session index and returns one :class:`WriteResult` each. It
+      never raises on bad model output.
+    * ``on_questions(state, timeline, session)`` (optional) does question-time bookkeeping before
+      the views are built; default: nothing.
+    * ``reader_model()`` names the model that scores the options ("base" or "adapter").
+
+    Class attributes: ``name`` (set by the registry), ``version`` (bump on any behaviour change;
+    recorded in results) and ``is_ledger`` (the memory is a ledger: write metrics and the rule
+    reader apply, and ``ledger(state)`` returns it).
+    """
+
+    name: ClassVar[str] = ""
+    version: ClassVar[str] = ""
+    is_ledger: ClassVar[bool] = False
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.rt = runtime
+
+    @abc.abstractmethod
+    def init_state(self, timeline: dict) -> Any:
+        """The empty memory of one persona."""
+
+    @abc.abstractmethod
+    def view(self, state: Any, timeline: dict, session: dict, question: dict) -> View:
+        """The text the reader sees for ``question`` asked in ``session``."""
+
+    @abc.abstractmethod
+    def write(self, states: list, timelines: list[dict], sessions: list[dict]) -> list[WriteResult]:
+        """Consolidate each session into its persona's state (batched across personas)."""
+
+    def on_questions(self, state: Any, timeline: dict, session: dict) -> Any:
+        """Question-time bookkeeping; returns the (possibly new) state."""
+        return state
+
+    def reader_model(self) -> str:
+        """Transcript baselines read with ``--baseline-reader`` (base by default)."""
+        return self.rt.config.baseline_reader
+
+    def ledger(self, state: Any) -> list:
+        """The ledger held in ``state`` (ledger systems only)."""
+        raise TypeError(f"memory system {self.name!r} has no ledger")

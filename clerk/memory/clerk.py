@@ -1,0 +1,20 @@
+"""``clerk``: the trained LoRA adapter writes edit programs (lenient reducer) and reads the ledger.
+
+    clerk evaluate --timelines T.jsonl --model M --adapter A --systems clerk --out OUT
+"""
+
+from __future__ import annotations
+
+from clerk.memory.ledger_system import ModelLedgerSystem
+from clerk.memory.registry import register_memory
+
+
+@register_memory("clerk")
+class ClerkMemory(ModelLedgerSystem):
+    """Trained policy writes, trained adapter reads (needs ``--adapter``)."""
+
+    version = "1"
+    writer_kind = "adapter"
+
+    def reader_model(self) -> str:
+        return "adapter"

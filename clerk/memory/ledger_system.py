@@ -1,0 +1,108 @@
+"""Shared machinery of the ledger systems (clerk, oracle, prompted-ledger).
+
+A ledger system's memory is a ledger of the persona's budget. Its view is the serialized ledger
+(the same text the ANSWER training data shows). Its writer *proposes* a program per persona;
+this base class applies it with the lenient reducer, so no output can break the budget.
+
+Question-time bookkeeping (a simulation choice, documented here once): when a question about
+(persona, pred) is answered, ``uses`` of that slot in the system's *own* ledger is incremented
+(``ledger.record_use``), exactly as the generator does for the gold ledger. All of a session's
+questions are recorded before the views are built, so the oracle's view equals the gold
+``ledger_before`` byte for byte, and every ledger system gets the same salience evidence.
+
+    python -c "from clerk.memory import get_memory; print(get_memory('oracle').version)"
+"""
+
+from __future__ import annotations
+
+import abc
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from clerk import ledger as L
+from clerk import prompts
+from clerk.memory.base import MemorySystem, View, WriteResult
+from clerk.metrics import lenient_reduce
+
+
+@dataclass
+class Proposal:
+    """A writer's output for one persona: raw text (None for non-model writers), the parsed
+    program, whether parsing failed, and the generated tokens."""
+
+    text: str | None
+    program: Any
+    parse_failed: bool = False
+    write_tokens: int = 0
+
+
+class LedgerSystem(MemorySystem):
+    """A system whose memory is a ledger; subclasses implement :meth:`propose`."""
+
+    is_ledger = True
+
+    def init_state(self, timeline: dict) -> list:
+        return L.empty_ledger(timeline["budget"])
+
+    def on_questions(self, state: list, timeline: dict, session: dict) -> list:
+        for question in session.get("questions", []):
+            state = L.record_use(state, timeline["name"], question["pred"])
+        return state
+
+    def view(self, state: list, timeline: dict, session: dict, question: dict) -> View:
+        return View(L.serialize(state))
+
+    def ledger(self, state: list) -> list:
+        return state
+
+    @abc.abstractmethod
+    def propose(self, states: list, timelines: list[dict], sessions: list[dict]) -> list[Proposal]:
+        """One program proposal per persona, written against ``states[j]``."""
+
+    def write(self, states: list, timelines: list[dict], sessions: list[dict]) -> list[WriteResult]:
+        start = time.perf_counter()
+        proposals = self.propose(states, timelines, sessions)
+        assert len(proposals) == len(states)
+        results = []
+        for state, session, prop in zip(states, sessions, proposals):
+            new_state, report = lenient_reduce(state, prop.program, session["index"])
+            n_ops = len(prop.program) if isinstance(prop.program, list) else 1
+            assert len(new_state) == len(state)  # the budget never changes
+            results.append(WriteResult(
+                state=new_state,
+                program=prop.program if isinstance(prop.program, list) else [prop.program],
+                parse_failed=prop.parse_failed,
+                n_invalid=len(report.invalid),
+                write_tokens=prop.write_tokens,
+                invalid=[(pos, reason) for pos, _, reason in report.invalid],
+            ))
+            assert results[-1].n_invalid <= n_ops
+        per = (time.perf_counter() - start) / max(1, len(states))
+        for result in results:
+            result.seconds = per
+        return results
+
+
+class ModelLedgerSystem(LedgerSystem):
+    """A ledger system whose programs are generated greedily by a model (``writer_kind``)."""
+
+    #: which model writes: "base" or "adapter".
+    writer_kind: str = "base"
+
+    def propose(self, states: list, timelines: list[dict], sessions: list[dict]) -> list[Proposal]:
+        from clerk import models
+
+        model, tok = self.rt.model(self.writer_kind)
+        texts = [
+            models.chat_prompt(tok, prompts.consolidate_messages(
+                L.serialize(state), session["index"], prompts.render_turns(session["turns"])))
+            for state, session in zip(states, sessions)
+        ]
+        outputs = models.greedy_generate(
+            model, tok, texts, max_new_tokens=self.rt.config.max_new_tokens, batch_size=self.rt.config.batch_size)
+        proposals = []
+        for out in outputs:
+            parsed = L.parse_program(out)
+            proposals.append(Proposal(out, parsed.program, parsed.failed, self.rt.count_tokens(out)))
+        return proposals

@@ -1,0 +1,24 @@
+"""``oracle``: gold programs write the ledger (the upper bound of the ledger approach).
+
+Reads with the adapter when one is given, else with the base model.
+
+    clerk evaluate --timelines T.jsonl --model M --systems oracle --reader rule --out OUT
+"""
+
+from __future__ import annotations
+
+from clerk.memory.ledger_system import LedgerSystem, Proposal
+from clerk.memory.registry import register_memory
+
+
+@register_memory("oracle")
+class OracleMemory(LedgerSystem):
+    """Applies each session's ``gold_ops``; its ledger equals the gold ledger after every session."""
+
+    version = "1"
+
+    def propose(self, states: list, timelines: list[dict], sessions: list[dict]) -> list[Proposal]:
+        return [Proposal(None, session["gold_ops"]) for session in sessions]
+
+    def reader_model(self) -> str:
+        return "adapter" if self.rt.adapter_dir is not None else "base"

@@ -1,0 +1,260 @@
+"""Tests for clerk.evaluate: schemas, the runner end to end on a scratch model, robustness to
+garbage writers, the exact rule reader on the oracle, CLI errors and the read-cost probe."""
+
+from __future__ import annotations
+
+import csv
+import doctest
+import hashlib
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+import clerk.evaluate as evaluate_module
+from clerk import cli
+from clerk import ledger as L
+from clerk.evaluate import SCHEMAS, evaluate, validate_record
+from clerk.generator import generate, write_timelines
+from clerk.memory import MEMORY_REGISTRY, EvalConfig, LedgerSystem, Proposal, Registry, Runtime
+
+ALL = ["clerk", "oracle", "prompted-ledger", "full", "window", "rag", "add-only", "null"]
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory) -> Path:
+    """Timelines (train for the tokenizer, test for evaluation), a scratch model and a LoRA adapter."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from clerk.models import ModelSpec, materialize
+
+    root = tmp_path_factory.mktemp("eval")
+    write_timelines(root / "train.jsonl", generate(5, "train", personas=3, sessions=4, budget=6))
+    write_timelines(root / "test.jsonl", generate(5, "test", personas=2, sessions=3, budget=6))
+    materialize(ModelSpec(kind="scratch", timelines=str(root / "train.jsonl"), vocab_size=400, hidden=32, layers=1,
+                          heads=2, intermediate=64, max_positions=2048, seed=0), root / "model")
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_pretrained(root / "model")
+    # init_lora_weights=False: a non-zero adapter, so adapter and base readers really differ.
+    peft = get_peft_model(model, LoraConfig(r=2, lora_alpha=4, target_modules=["q_proj", "v_proj"],
+                                            init_lora_weights=False))
+    peft.save_pretrained(root / "adapter")
+    return root
+
+
+def _cli(*argv: str) -> None:
+    cli.main([str(a) for a in argv])
+
+
+@pytest.fixture(scope="module")
+def full_run(workdir) -> Path:
+    """One `clerk evaluate` over every system with the MC reader."""
+    out = workdir / "run_all"
+    _cli("evaluate", "--timelines", workdir / "test.jsonl", "--model", workdir / "model", "--adapter",
+         workdir / "adapter", "--systems", *ALL, "--out", out, "--max-new-tokens", "24", "--batch-size", "2",
+         "--max-read-tokens", "200", "--quiet")
+    return out
+
+
+def _rows(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_doctests():
+    """The module's >>> examples hold."""
+    assert doctest.testmod(evaluate_module).failed == 0
+
+
+class TestValidateRecord:
+    def test_extra_field(self):
+        """An unexpected field is named."""
+        row = {name: None for name in SCHEMAS["metrics"]} | {"x": 1}
+        with pytest.raises(ValueError) as err:
+            validate_record("metrics", row)
+        assert str(err.value) == "metrics record: unexpected field(s) ['x']"
+
+    def test_wrong_type(self):
+        """A field of the wrong type is named with the allowed types; bool is not an int."""
+        row = {"schema": "s", "input": {}, "config": {}, "versions": {}, "systems": {}, "wall_seconds": True}
+        with pytest.raises(ValueError) as err:
+            validate_record("metrics", row)
+        assert str(err.value) == "metrics record: field 'wall_seconds' must be float, got bool"
+
+
+class TestEvaluateEndToEnd:
+    def test_files_and_schemas(self, full_run):
+        """All three files exist and every record matches its schema."""
+        for row in _rows(full_run / "predictions.jsonl"):
+            validate_record("predictions", row)
+        for row in _rows(full_run / "ledgers.jsonl"):
+            validate_record("ledgers", row)
+        metrics = json.loads((full_run / "metrics.json").read_text())
+        validate_record("metrics", metrics)
+        for record in metrics["systems"].values():
+            validate_record("metrics.system", record)
+        assert list(metrics["systems"]) == ALL
+
+    def test_row_counts(self, full_run, workdir):
+        """One prediction per question x system; one ledger row per session x persona x ledger system."""
+        timelines = [json.loads(x) for x in (workdir / "test.jsonl").read_text().splitlines()]
+        n_q = sum(len(s["questions"]) for tl in timelines for s in tl["sessions"])
+        n_s = sum(len(tl["sessions"]) for tl in timelines)
+        assert len(_rows(full_run / "predictions.jsonl")) == n_q * len(ALL)
+        ledger_rows = _rows(full_run / "ledgers.jsonl")
+        assert len(ledger_rows) == n_s * 3
+        assert sorted({r["system"] for r in ledger_rows}) == ["clerk", "oracle", "prompted-ledger"]
+        metrics = json.loads((full_run / "metrics.json").read_text())
+        assert all(m["n_questions"] == n_q for m in metrics["systems"].values())
+
+    def test_provenance(self, full_run, workdir):
+        """metrics.json records the input sha256, the config, the versions and the readers."""
+        metrics = json.loads((full_run / "metrics.json").read_text())
+        assert metrics["input"]["sha256"] == hashlib.sha256((workdir / "test.jsonl").read_bytes()).hexdigest()
+        assert metrics["input"]["splits"] == ["test"] and metrics["input"]["seeds"] == [5]
+        assert metrics["config"]["systems"] == ALL and metrics["config"]["max_read_tokens"] == 200
+        assert set(metrics["versions"]) == {"clerk", *ALL}
+        readers = {name: m["reader"] for name, m in metrics["systems"].items()}
+        assert readers["clerk"] == {"method": "mc", "model": "adapter"}
+        assert readers["oracle"] == {"method": "mc", "model": "adapter"}
+        assert readers["prompted-ledger"] == readers["full"] == {"method": "mc", "model": "base"}
+
+    def test_oracle_is_exact(self, full_run):
+        """The oracle's ledger matches gold after every session and its ops score 1.0."""
+        m = json.loads((full_run / "metrics.json").read_text())["systems"]["oracle"]
+        assert (m["state_exact_rate"], m["state_f1_mean"], m["op"]["f1"], m["invalid_op_rate"]) == (1.0, 1.0, 1.0, 0.0)
+        assert m["parse_failure_rate"] == 0.0 and m["write_tokens_mean"] == 0.0
+
+    def test_model_writers_measured(self, full_run):
+        """Model writers report generated tokens within the cap, and the budget always holds."""
+        metrics = json.loads((full_run / "metrics.json").read_text())["systems"]
+        for name in ("clerk", "prompted-ledger"):
+            assert 0 < metrics[name]["write_tokens_mean"] <= 24
+            assert metrics[name]["op"] is not None and 0 <= metrics[name]["state_f1_mean"] <= 1
+        assert metrics["full"]["op"] is None and metrics["full"]["write_tokens_mean"] == 0.0
+
+    def test_read_costs(self, full_run):
+        """null reads nothing; full is truncated at the cap and reads more than the ledger."""
+        metrics = json.loads((full_run / "metrics.json").read_text())["systems"]
+        assert metrics["null"]["read_tokens_mean"] == 0.0
+        assert metrics["full"]["truncated_rate"] > 0 and metrics["oracle"]["truncated_rate"] == 0.0
+        rows = [r for r in _rows(full_run / "predictions.jsonl") if r["system"] == "full"]
+        assert max(r["read_tokens"] for r in rows) <= 200
+        assert metrics["full"]["read_tokens_mean"] > metrics["window"]["read_tokens_mean"] * 0.99
+
+    def test_predictions_deterministic(self, full_run, workdir):
+        """Re-running two systems in process reproduces their prediction rows exactly."""
+        from clerk.generator import load_timelines
+
+        rt = Runtime(EvalConfig(max_read_tokens=200), model_dir=str(workdir / "model"))
+        preds, _, _ = evaluate(load_timelines(workdir / "test.jsonl"), ["rag", "full"], rt, progress=False)
+        first = [r for r in _rows(full_run / "predictions.jsonl") if r["system"] in ("rag", "full")]
+        key = lambda r: (r["system"], r["session"], r["persona"], r["q"])  # noqa: E731
+        assert sorted(first, key=key) == sorted(preds, key=key)
+
+
+class Garbage(LedgerSystem):
+    """A writer emitting random bytes, invalid ops, an unhashable op kind, deep nesting or 300 ADDs."""
+
+    version = "test"
+
+    def propose(self, states, timelines, sessions):
+        out = []
+        for tl, session in zip(timelines, sessions):
+            rng = random.Random(f"{tl['name']}/{session['index']}")  # derived seed: deterministic
+            kind = rng.randrange(5)
+            if kind == 0:
+                text = bytes(rng.randrange(256) for _ in range(200)).decode("latin-1")
+            elif kind == 1:
+                text = '[{"op":"EVICT","i":-1},{"op":"UPDATE","i":0,"s":1},{"op":"TOMBSTONE","i":"0"},7,null]'
+            elif kind == 2:
+                text = 'sure: [{"op":["ADD"]},{"op":{}}]'
+            elif kind == 3:
+                text = "[" * 3000 + "]" * 3000
+            else:
+                text = L.dumps([{"op": "ADD", "s": tl["name"], "p": f"p{k}", "o": "x"} for k in range(300)])
+            parsed = L.parse_program(text)
+            out.append(Proposal(text, parsed.program, parsed.failed, len(text)))
+        return out
+
+
+class TestGarbageWriter:
+    def test_never_crashes_and_is_measured(self, workdir):
+        """Garbage output never breaks the budget; it shows up as parse failures and invalid ops."""
+        local = Registry()
+        local.register("garbage")(Garbage)
+        tok_dir = workdir / "model"
+        from transformers import AutoTokenizer
+
+        timelines = generate(7, "test", personas=4, sessions=6, budget=5)
+        rt = Runtime(EvalConfig(reader="rule"), tokenizer=AutoTokenizer.from_pretrained(tok_dir), context_tokens=10**9)
+        preds, ledger_rows, summary = evaluate(timelines, ["garbage"], rt, registry=local, progress=False)
+        assert "garbage" not in MEMORY_REGISTRY.names()
+        for row in ledger_rows:
+            validate_record("ledgers", row)
+        validate_record("metrics.system", summary["garbage"])
+        m = summary["garbage"]
+        assert m["n_writes"] == 24 and m["invalid_op_rate"] > 0.5
+        assert 0 < m["parse_failure_rate"] < 1
+        assert max(r["n_ops"] for r in ledger_rows) == 300
+        assert all(r["n_invalid"] <= r["n_ops"] for r in ledger_rows)
+        assert len(preds) == sum(len(s["questions"]) for tl in timelines for s in tl["sessions"])
+
+
+class TestRuleReader:
+    @pytest.mark.parametrize("split", ["train", "test", "test_ood"])
+    def test_oracle_is_perfect(self, workdir, split):
+        """With the oracle ledger and the exact rule reader, every question is answered correctly."""
+        from transformers import AutoTokenizer
+
+        timelines = generate(11, split, personas=6, sessions=8)
+        rt = Runtime(EvalConfig(reader="rule"), tokenizer=AutoTokenizer.from_pretrained(workdir / "model"))
+        preds, ledger_rows, summary = evaluate(timelines, ["oracle"], rt, progress=False)
+        assert summary["oracle"]["n_questions"] > 20
+        assert summary["oracle"]["accuracy"] == 1.0 and summary["oracle"]["stale_error_rate"] in (0.0, None)
+        assert all(r["state_exact"] for r in ledger_rows)
+        assert {r["reader"] for r in preds} == {"rule"}
+
+
+class TestCliErrors:
+    @pytest.mark.parametrize("extra, message", [
+        (["--systems", "mem0"], "--systems: unknown memory system 'mem0'; known: "),
+        (["--systems", "full", "--reader", "rule"], "--reader rule needs a ledger system, got 'full' (use --reader mc)"),
+        (["--systems", "clerk"], "--adapter is required for system 'clerk' (it reads or writes with the trained adapter)"),
+        (["--systems", "oracle", "oracle"], "--systems lists 'oracle' twice"),
+        (["--systems", "null", "--window-k", "0"], "window_k must be an int >= 1, got 0"),
+    ])
+    def test_user_errors(self, workdir, tmp_path, capsys, extra, message):
+        """Bad input exits with status 2 and one message naming the problem."""
+        with pytest.raises(SystemExit) as err:
+            _cli("evaluate", "--timelines", workdir / "test.jsonl", "--model", workdir / "model", "--out", tmp_path,
+                 *extra)
+        assert err.value.code == 2
+        assert message in capsys.readouterr().err
+
+    def test_missing_timelines(self, workdir, tmp_path, capsys):
+        """A missing timelines file is a user error."""
+        with pytest.raises(SystemExit):
+            _cli("evaluate", "--timelines", tmp_path / "nope.jsonl", "--model", workdir / "model", "--systems", "null",
+                 "--out", tmp_path)
+        assert "--timelines must be an existing timelines file (JSON lines), got" in capsys.readouterr().err
+
+
+class TestReadCost:
+    def test_probe_csv(self, workdir, tmp_path):
+        """The probe writes mean read tokens per session and view; the ledger stays flat, full grows."""
+        write_timelines(tmp_path / "long.jsonl", generate(3, "test", personas=2, sessions=12, budget=6))
+        out = tmp_path / "cost.csv"
+        _cli("read-cost", "--timelines", tmp_path / "long.jsonl", "--tokenizer", workdir / "model", "--out", out,
+             "--window-k", "2", "--rag-k", "4", "--quiet")
+        with open(out) as fh:
+            rows = list(csv.DictReader(fh))
+        assert list(rows[0]) == ["session", "view", "mean_read_tokens", "n"]
+        by = {(int(r["session"]), r["view"]): float(r["mean_read_tokens"]) for r in rows}
+        assert {v for _, v in by} == {"oracle", "full", "window", "rag", "add-only"}
+        sessions = sorted({s for s, _ in by})
+        full = [by[(s, "full")] for s in sessions]
+        assert full == sorted(full) and full[-1] > 3 * by[(sessions[-1], "oracle")]
+        assert by[(sessions[-1], "add-only")] <= by[(sessions[-1], "oracle")]
