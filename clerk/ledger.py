@@ -174,7 +174,7 @@ def check_op(ledger: Ledger, op: Any) -> str | None:
     if not isinstance(op, dict):
         return f"an op must be a JSON object, got {type(op).__name__}"
     kind = op.get("op")
-    if kind not in _OP_SCHEMA:
+    if not isinstance(kind, str) or kind not in _OP_SCHEMA:  # unhashable kinds must not raise
         return f"unknown op {kind!r} (expected one of {', '.join(OP_KINDS)})"
     schema = _OP_SCHEMA[kind]
     extra = sorted(set(op) - set(schema) - {"op"}, key=str)

@@ -61,6 +61,28 @@ def model_args():
     return " ".join(args)
 
 
+def train_args(wildcards):
+    """Every training hyperparameter of the `train` config block as `clerk train` flags."""
+    spec = config["train"]
+    args = [
+        f"--{key.replace('_', '-')} {spec[key]}"
+        for key in (
+            "lr",
+            "max_steps",
+            "epochs",
+            "batch_size",
+            "grad_accum",
+            "max_length",
+        )
+    ]
+    args += [f"--lora-{key} {spec['lora_' + key]}" for key in ("r", "alpha", "dropout")]
+    args.append(f"--lora-targets {','.join(spec['lora_targets'])}")
+    if spec.get("modules_to_save"):
+        args.append(f"--modules-to-save {','.join(spec['modules_to_save'])}")
+    args.append(f"--bf16 {spec['bf16']} --save-steps {spec['save_steps']}")
+    return " ".join(args)
+
+
 def get_model_inputs(wildcards):
     """The scratch model trains its tokenizer on the first seed's training split."""
     inputs = {"code": code("models", "prompts")}

@@ -19,3 +19,25 @@ rule base_model:
         ),
     shell:
         "clerk materialize-model {params.args} {params.timelines} --out {output.model} > {log} 2>&1"
+
+
+rule train:
+    input:
+        sft="results/sft/{seed}",
+        model=MODEL_DIR,
+        code=code("train", "models", "prompts"),
+    output:
+        adapter=directory("results/train/{seed}"),
+    log:
+        "logs/train/{seed}.log",
+    benchmark:
+        "benchmarks/runs/train/{seed}.tsv"
+    conda:
+        "../../environment.yml"
+    resources:
+        gpu=1,
+    params:
+        args=train_args,
+    shell:
+        "clerk train --sft {input.sft} --model {input.model} --seed {wildcards.seed}"
+        " {params.args} --out {output.adapter} > {log} 2>&1"
