@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import json
+import reprlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,6 +27,8 @@ Ledger = list[Slot]
 Op = dict[str, Any]
 Program = list[Any]
 
+#: How many "[" positions the program parser tries before giving up (see parse_program).
+MAX_PARSE_STARTS = 256
 #: Field order of an occupied slot, in files and in the prompt serialization.
 SLOT_FIELDS = ("i", "s", "p", "o", "prev", "v", "born", "t", "uses")
 OP_KINDS = ("ADD", "UPDATE", "TOMBSTONE", "EVICT")
@@ -281,7 +284,11 @@ def parse_program(text: Any) -> ParseResult:
         return ParseResult([], f"expected text, got {type(text).__name__}")
     decoder = json.JSONDecoder()
     start = text.find("[")
-    while start != -1:
+    # Each failed start costs a scan of the rest of the text; bounding the number of starts keeps
+    # adversarial text ("[[[[..." x 100k) linear. A real program starts within the first few.
+    for _ in range(MAX_PARSE_STARTS):
+        if start == -1:
+            break
         try:
             value, _ = decoder.raw_decode(text, start)
         except (ValueError, RecursionError):
@@ -317,5 +324,9 @@ def deserialize(text: str) -> Ledger:
 
 
 def _short(obj: Any, limit: int = 120) -> str:
-    text = dumps(obj) if isinstance(obj, (dict, list, str, int, float)) or obj is None else repr(obj)
+    """A bounded one-line rendering of an op for error messages; never raises."""
+    try:
+        text = dumps(obj)
+    except (TypeError, ValueError, RecursionError):  # bytes, sets, deep nesting from model output
+        text = reprlib.repr(obj)
     return text if len(text) <= limit else text[: limit - 3] + "..."

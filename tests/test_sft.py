@@ -1,0 +1,311 @@
+"""Tests of clerk/sft.py (SPEC §4): rows built from the shared prompts, persona-level validation
+split, mixture ratio, seeds, and byte-identical ``save_to_disk`` output.
+
+    python -m pytest tests/test_sft.py -q -x
+"""
+
+from __future__ import annotations
+
+import copy
+import doctest
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+import clerk.generator
+import clerk.sft
+from clerk import ledger as L
+from clerk import prompts
+from clerk.cli import main as clerk_main
+from clerk.errors import UserError
+from clerk.sft import SFTDataConfig, build_rows, build_sft, check_timelines, round_half_up, sft_stats, write_sft
+from timeline_kit import build_timeline
+
+# Two hand-made personas x 3 sessions, gold programs and ledgers computed by the real reducer
+# (tests/timeline_kit.py): an UPDATE, a TOMBSTONE, an eviction (budget 3) and every common
+# question type before consolidation.
+SCRIPT_X = [
+    {"events": [("ADD", "job", "nurse"), ("ADD", "city", "Oslo")]},
+    {"events": [("UPDATE", "job", "chef"), ("ADD", "pet", "cat")], "questions": [("current", "city"), ("unknown", "car")]},
+    {"events": [("TOMBSTONE", "city", None), ("ADD", "car", "Volvo")],
+     "questions": [("superseded", "job"), ("current", "pet")]},
+]
+SCRIPT_Y = [
+    {"events": [("ADD", "hobby", "chess")]},
+    {"events": [("ADD", "pet", "dog")], "questions": [("current", "hobby")]},
+    {"events": [("UPDATE", "hobby", "golf")], "questions": [("unknown", "car"), ("current", "pet")]},
+]
+
+
+def personas(n: int = 2) -> list[dict]:
+    """``n`` hand-made training personas, alternating the two scripts."""
+    return [build_timeline(f"P{k:02d}", SCRIPT_X if k % 2 == 0 else SCRIPT_Y) for k in range(n)]
+
+
+def all_rows(dd) -> list[tuple[str, dict]]:
+    return [(split, row) for split in ("train", "validation") for row in dd[split].to_list()]
+
+
+def sessions_by_key(timelines) -> dict:
+    return {(tl["name"], s["index"]): s for tl in timelines for s in tl["sessions"]}
+
+
+def tree_bytes(root: Path) -> dict[str, str]:
+    """sha256 of every file under ``root``, by relative path."""
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def assert_rows_match_timelines(dd, timelines) -> None:
+    """Every row is exactly the prompt built from its session; targets are the gold program / answer."""
+    sessions = sessions_by_key(timelines)
+    for _, row in all_rows(dd):
+        session = sessions[(row["persona"], row["session"])]
+        messages = row["messages"]
+        assert [m["role"] for m in messages] == ["system", "user", "assistant"]
+        ledger_text = L.serialize(session["ledger_before"])
+        if row["task"] == "consolidate":
+            assert L.parse_program(messages[-1]["content"]).program == session["gold_ops"]
+            assert messages == prompts.consolidate_messages(
+                ledger_text, session["index"], prompts.render_turns(session["turns"]), L.dumps(session["gold_ops"]))
+        else:
+            assert row["task"] == "answer"
+            matches = [q for q in session["questions"]
+                       if messages == prompts.answer_messages(ledger_text, q["question"], q["answer"])]
+            assert len(matches) == 1
+            assert messages[-1]["content"] == matches[0]["answer"]
+
+
+class TestBuildSft:
+    def test_splits_and_columns(self):
+        """The result has train and validation splits with exactly the four documented columns."""
+        dd = build_sft(personas(), seed=0, val_fraction=0.5)
+        assert list(dd) == ["train", "validation"]
+        for split in dd.values():
+            assert split.column_names == ["messages", "task", "persona", "session"]
+            assert split.features["session"].dtype == "int64"
+
+    def test_one_consolidate_example_per_session(self):
+        """Every session of every persona gives exactly one CONSOLIDATE example."""
+        timelines = personas()
+        dd = build_sft(timelines, seed=0, val_fraction=0.5)
+        got = Counter((r["persona"], r["session"]) for _, r in all_rows(dd) if r["task"] == "consolidate")
+        assert got == Counter(list(sessions_by_key(timelines)))
+
+    def test_rows_are_the_shared_prompts_with_gold_targets(self):
+        """Consolidate targets parse back to the gold program; answer targets equal the gold answer."""
+        timelines = personas()
+        dd = build_sft(timelines, seed=3, answer_ratio=1.0, val_fraction=0.5)
+        assert_rows_match_timelines(dd, timelines)
+
+    def test_no_persona_in_both_splits(self):
+        """The validation split is by persona: no persona has examples in both splits."""
+        dd = build_sft(personas(10), seed=4, val_fraction=0.3)
+        train, val = set(dd["train"]["persona"]), set(dd["validation"]["persona"])
+        assert train.isdisjoint(val)
+        assert len(val) == 3 and len(train) == 7
+
+    @pytest.mark.parametrize("ratio", [0.0, 0.5, 1.0, 1 / 3, 2.5])
+    def test_mixture_ratio(self, ratio):
+        """Each split holds round_half_up(ratio * consolidate) answer examples, repeating questions
+        only in whole passes plus a remainder when the pool is too small."""
+        timelines = personas(4)
+        rows, info = build_rows(timelines, SFTDataConfig(seed=2, answer_ratio=ratio, val_fraction=0.5))
+        for split, examples in rows.items():
+            tasks = Counter(r["task"] for r in examples)
+            assert tasks["answer"] == round_half_up(ratio * tasks["consolidate"])
+            uses = Counter((r["persona"], r["session"], r["messages"][1]["content"]) for r in examples
+                           if r["task"] == "answer")
+            passes = tasks["answer"] // info["question_pool"][split]
+            assert set(uses.values()) <= {passes, passes + 1}
+
+    def test_no_validation(self):
+        """val_fraction 0 puts every persona in train and leaves an empty, typed validation split."""
+        dd = build_sft(personas(), seed=0, val_fraction=0.0)
+        assert len(dd["validation"]) == 0
+        assert dd["validation"].column_names == ["messages", "task", "persona", "session"]
+        assert set(dd["train"]["persona"]) == {"P00", "P01"}
+
+    def test_same_seed_same_rows(self):
+        """Two builds with the same seed give equal rows in equal order."""
+        a = build_sft(personas(6), seed=11, val_fraction=0.3)
+        b = build_sft(personas(6), seed=11, val_fraction=0.3)
+        assert all_rows(a) == all_rows(b)
+
+    def test_different_seeds_give_different_splits(self):
+        """The persona split and the example order change with the seed (same rows, without answers)."""
+        held_out = {tuple(sorted(set(build_sft(personas(10), seed=s, val_fraction=0.3)["validation"]["persona"])))
+                    for s in range(5)}
+        assert len(held_out) > 1
+        a = build_sft(personas(10), seed=0, answer_ratio=0.0, val_fraction=0.0)["train"]
+        b = build_sft(personas(10), seed=1, answer_ratio=0.0, val_fraction=0.0)["train"]
+        assert sorted(map(json.dumps, a.to_list())) == sorted(map(json.dumps, b.to_list()))
+        assert a.to_list() != b.to_list()
+
+    def test_does_not_mutate_timelines(self):
+        """The builder leaves its input timelines untouched."""
+        timelines = personas()
+        before = copy.deepcopy(timelines)
+        build_sft(timelines, seed=0)
+        assert timelines == before
+
+
+class TestCheckTimelines:
+    def test_rejects_test_split(self):
+        """Timelines from a test split are refused, so test personas never reach training."""
+        with pytest.raises(UserError) as info:
+            check_timelines([build_timeline("Ari", SCRIPT_Y, split="test_ood")])
+        assert str(info.value) == "persona 'Ari': split must be 'train' (SFT uses training timelines only), got 'test_ood'"
+
+    def test_rejects_repeated_name(self):
+        """Two personas with one name would break the persona-level split."""
+        with pytest.raises(UserError, match=r"^persona 'Ari': name repeated \(the validation split is by persona\)$"):
+            check_timelines([build_timeline("Ari", SCRIPT_Y), build_timeline("Ari", SCRIPT_X)])
+
+    def test_rejects_invalid_gold_program(self):
+        """A gold program that does not apply strictly is reported with persona, session and op."""
+        tl = build_timeline("Ari", SCRIPT_Y)
+        tl["sessions"][1]["gold_ops"].append({"op": "EVICT", "i": 2})
+        with pytest.raises(UserError) as info:
+            check_timelines([tl])
+        assert str(info.value) == "persona 'Ari' session 1: op 1 {\"op\":\"EVICT\",\"i\":2} is invalid: slot 2 is free"
+
+    def test_rejects_wrong_ledger_after(self):
+        """ledger_after must be the strict reduce of ledger_before with gold_ops."""
+        tl = build_timeline("Ari", SCRIPT_Y)
+        tl["sessions"][0]["ledger_after"] = L.empty_ledger(3)
+        with pytest.raises(UserError, match="^persona 'Ari' session 0: ledger_after is not the strict reduce"):
+            check_timelines([tl])
+
+    def test_rejects_missing_field(self):
+        """A session without turns is named in the error."""
+        tl = build_timeline("Ari", SCRIPT_Y)
+        del tl["sessions"][2]["turns"]
+        with pytest.raises(UserError, match="^persona 'Ari' session 2: missing field 'turns'$"):
+            check_timelines([tl])
+
+    def test_rejects_empty(self):
+        """No personas at all is an error, not an empty dataset."""
+        with pytest.raises(UserError, match="^timelines: expected a non-empty list of personas, got none$"):
+            check_timelines([])
+
+
+class TestSFTDataConfig:
+    @pytest.mark.parametrize(
+        ("kwargs", "message"),
+        [
+            ({"seed": "1"}, "seed must be an int, got '1'"),
+            ({"seed": 1, "answer_ratio": -0.5}, "answer_ratio must be a finite number >= 0, got -0.5"),
+            ({"seed": 1, "answer_ratio": float("inf")}, "answer_ratio must be a finite number >= 0, got inf"),
+            ({"seed": 1, "val_fraction": 1.0}, "val_fraction must be a number in [0, 1), got 1.0"),
+            ({"seed": 1, "val_fraction": True}, "val_fraction must be a number in [0, 1), got True"),
+        ],
+    )
+    def test_rejects(self, kwargs, message):
+        """Bad knobs raise UserError naming the field, the expected range and the value."""
+        with pytest.raises(UserError) as info:
+            SFTDataConfig(**kwargs)
+        assert str(info.value) == message
+
+
+class TestWriteSft:
+    def test_stats(self, tmp_path):
+        """sft_stats.json holds the config and the counts and mean characters per split and task."""
+        timelines = personas(4)
+        config = SFTDataConfig(seed=1, answer_ratio=0.5, val_fraction=0.25)
+        dd = build_sft(timelines, **vars(config))
+        write_sft(dd, tmp_path / "sft", sft_stats(dd, config))
+        stats = json.loads((tmp_path / "sft" / "sft_stats.json").read_text())
+        assert stats["config"] == {"seed": 1, "answer_ratio": 0.5, "val_fraction": 0.25}
+        for split in ("train", "validation"):
+            rows = dd[split].to_list()
+            entry = stats["splits"][split]
+            assert entry["examples"] == len(rows)
+            assert entry["personas"] == sorted({r["persona"] for r in rows})
+            for task in ("consolidate", "answer"):
+                mine = [sum(len(m["content"]) for m in r["messages"]) for r in rows if r["task"] == task]
+                assert entry["tasks"][task] == {"examples": len(mine), "mean_chars": round(sum(mine) / len(mine), 2)}
+
+    def test_load_from_disk(self, tmp_path):
+        """The saved directory loads back with datasets.load_from_disk to the same rows."""
+        from datasets import load_from_disk
+
+        dd = build_sft(personas(), seed=0, val_fraction=0.5)
+        write_sft(dd, tmp_path / "sft", {})
+        loaded = load_from_disk(str(tmp_path / "sft"))
+        assert all_rows(loaded) == all_rows(dd)
+
+    def test_replaces_earlier_output(self, tmp_path):
+        """Writing over an earlier dataset directory replaces it, leaving no stale files."""
+        out = tmp_path / "sft"
+        write_sft(build_sft(personas(), seed=0, val_fraction=0.5), out, {})
+        (out / "stale.txt").write_text("x")
+        write_sft(build_sft(personas(), seed=0, val_fraction=0.0), out, {})
+        assert not (out / "stale.txt").exists()
+
+    def test_refuses_unrelated_directory(self, tmp_path):
+        """A non-empty directory that is not a dataset is never wiped."""
+        (tmp_path / "notes.txt").write_text("keep me")
+        with pytest.raises(UserError) as info:
+            write_sft(build_sft(personas(), seed=0), tmp_path, {})
+        assert str(info.value) == f"--out {tmp_path}: exists and is not a dataset directory; expected a new or earlier --out path"
+        assert (tmp_path / "notes.txt").read_text() == "keep me"
+
+
+class TestCli:
+    def test_byte_identical_across_runs(self, tmp_path):
+        """Two `clerk build-sft` processes (different hash seeds) write byte-identical directories."""
+        timelines = tmp_path / "train.jsonl"
+        clerk.generator.write_timelines(timelines, personas(4))
+        for k in (1, 2):
+            env = dict(os.environ, PYTHONHASHSEED=str(k))
+            subprocess.run([sys.executable, "-m", "clerk.cli", "build-sft", "--timelines", str(timelines), "--seed", "7",
+                            "--out", str(tmp_path / f"out{k}"), "--val-fraction", "0.25"],
+                           check=True, env=env, capture_output=True)
+        first, second = tree_bytes(tmp_path / "out1"), tree_bytes(tmp_path / "out2")
+        assert first == second
+        assert {"dataset_dict.json", "sft_stats.json", "train/state.json", "train/dataset_info.json",
+                "validation/state.json"} <= set(first)
+        assert any(name.endswith(".arrow") for name in first)
+        stats = json.loads((tmp_path / "out1" / "sft_stats.json").read_text())
+        assert stats["timelines_sha256"] == hashlib.sha256(timelines.read_bytes()).hexdigest()
+
+    def test_user_error(self, tmp_path, capsys):
+        """A bad --answer-ratio exits with status 2 and a one-line message."""
+        timelines = tmp_path / "train.jsonl"
+        clerk.generator.write_timelines(timelines, personas())
+        with pytest.raises(SystemExit) as info:
+            clerk_main(["build-sft", "--timelines", str(timelines), "--seed", "1", "--out", str(tmp_path / "o"),
+                        "--answer-ratio", "-1"])
+        assert info.value.code == 2
+        assert capsys.readouterr().err == "clerk build-sft: error: answer_ratio must be a finite number >= 0, got -1.0\n"
+
+
+class TestWithGenerator:
+    def test_generated_timelines(self):
+        """On generator output the rows match the gold programs and answers and the split is by persona."""
+        generate = getattr(clerk.generator, "generate", None)
+        if generate is None:  # reported to the lead; the hand-made fixtures above cover the builder meanwhile
+            pytest.skip("clerk.generator.generate is not written yet")
+        timelines = generate(5, "train", personas=6, sessions=4, budget=4)
+        dd = build_sft(timelines, seed=5, answer_ratio=0.5, val_fraction=0.34)
+        assert_rows_match_timelines(dd, timelines)
+        assert set(dd["train"]["persona"]).isdisjoint(dd["validation"]["persona"])
+        assert len(set(dd["validation"]["persona"])) == 2
+        for split in dd.values():
+            tasks = Counter(split["task"])
+            assert tasks["consolidate"] == len(set(zip(split["persona"], split["session"])))
+            assert tasks["answer"] == round_half_up(0.5 * tasks["consolidate"])
+
+
+class TestDoctests:
+    def test_module_doctests(self):
+        """The examples in clerk.sft's docstrings run and pass."""
+        result = doctest.testmod(clerk.sft)
+        assert result.attempted > 0 and result.failed == 0
