@@ -28,6 +28,7 @@ _MODULES = (
     "clerk.scoring",
     "clerk.locomo",
     "clerk.report",
+    "clerk.tables",
     "clerk.provenance",
 )
 
