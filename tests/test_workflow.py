@@ -1,0 +1,154 @@
+"""The real workflow: dry runs of every profile and one full smoke run through the paper.
+
+The smoke run happens once per test session in a copy of the repository (the working tree's
+own ``results/`` is never touched) and the tests below inspect it: a second invocation has
+nothing to do, forced re-rendering is byte-identical, every number in the paper verifies and
+traces back to the ``generate`` rule, and one flipped byte is caught by ``clerk verify``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SMOKE = ["--configfile", "config/smoke.yaml"]
+# Rules whose outputs must be byte-identical when re-run on the same inputs.
+REPORT_RULES = [
+    "table_systems", "table_eviction", "table_read_cost", "table_setup", "figure_read_cost",
+    "figure_accuracy", "figure_eviction", "figure_loss", "figure_state_f1", "numbers", "paper",
+]
+
+
+def _snakemake(workdir: Path, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+    return subprocess.run(
+        ["snakemake", *args], cwd=workdir, capture_output=True, text=True, timeout=timeout, env=env
+    )
+
+
+def _dry_jobs(workdir: Path, *args: str) -> dict[str, int]:
+    """Job counts per rule from a dry run's job-stats table."""
+    proc = _snakemake(workdir, "-n", "--cores", "1", *args, timeout=300)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = proc.stdout + proc.stderr
+    if "Nothing to be done" in out:
+        return {}
+    table = out.split("Job stats:")[1].split("total")[0]
+    return {m.group(1): int(m.group(2)) for m in re.finditer(r"^(\w+)\s+(\d+)$", table, re.M)}
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture(scope="session")
+def smoke_run(tmp_path_factory) -> Path:
+    """A copy of the repository (tracked + unignored files) with the smoke workflow run to the end."""
+    dest = tmp_path_factory.mktemp("smoke") / "repo"
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT, capture_output=True, check=True,
+    ).stdout.decode().split("\0")
+    for rel in filter(None, listed):
+        src = ROOT / rel
+        if src.is_file():
+            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / rel)
+    proc = _snakemake(dest, "--cores", "2", *SMOKE)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
+    return dest
+
+
+class TestDryRuns:
+    def test_default_profile_lists_every_stage(self):
+        """`snakemake -n` on the default profile schedules generation through the manifest."""
+        jobs = _dry_jobs(ROOT, "--forceall")
+        for rule in ("generate", "build_sft", "base_model", "train", "evaluate", "read_cost",
+                     "streams", "eviction_study", "numbers", "paper", "manifest"):
+            assert jobs.get(rule), rule
+        assert jobs["generate"] == 12 and jobs["evaluate"] == 6
+
+    def test_paper_profile_dag_is_valid_with_gpu_on_train(self, tmp_path):
+        """The paper profile builds a DAG with train and evaluate jobs declaring gpu=1."""
+        proc = _snakemake(ROOT, "-n", "--cores", "1", "--configfile", "config/paper.yaml", "--forceall")
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == 0, out[-3000:]
+        train_block = out.split("rule train:")[1].split("\n\n")[0]
+        assert "gpu=1" in train_block
+        assert "Qwen/Qwen2.5-0.5B-Instruct" in out
+
+    def test_table1_target_lists_only_its_ancestors(self):
+        """`snakemake -n results/table1.csv` schedules table 1's ancestors and nothing else."""
+        jobs = _dry_jobs(ROOT, "results/table1.csv", "--forceall", *SMOKE)
+        assert jobs["table_systems"] == 1
+        assert set(jobs) == {"generate", "build_sft", "base_model", "train", "evaluate", "table_systems"}
+        assert jobs["evaluate"] == 2  # one test split per smoke seed, no test_ood
+
+
+class TestSmokeRun:
+    def test_second_invocation_has_nothing_to_do(self, smoke_run):
+        """Right after a complete run, Snakemake reports nothing to be done."""
+        proc = _snakemake(smoke_run, "-n", "--cores", "1", *SMOKE, timeout=120)
+        assert "Nothing to be done" in proc.stdout + proc.stderr
+
+    def test_paper_numbers_verify(self, smoke_run):
+        """`clerk verify` passes: every file hashes to the manifest, every paper number to its source."""
+        proc = subprocess.run(["clerk", "verify"], cwd=smoke_run, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+
+    def test_every_paper_number_resolves(self, smoke_run):
+        """Each footnoted number in paper.md is in numbers.json with an existing source of that sha256."""
+        numbers = json.loads((smoke_run / "results/numbers.json").read_text())
+        entries = numbers.get("numbers", numbers)
+        paper = (smoke_run / "paper/paper.md").read_text()
+        used = set(re.findall(r"\[\^num-([^\]]+)\]", paper))
+        assert used, "the paper cites no numbers"
+        for number_id in used:
+            entry = entries[number_id]
+            source = smoke_run / entry["source"]
+            assert source.is_file(), number_id
+            assert _sha(source) == entry["sha256"], number_id
+
+    def test_trace_reaches_generate_for_each_seed(self, smoke_run):
+        """Tracing a table-1 number walks back to the generate rule of every smoke seed, with hashes."""
+        numbers = json.loads((smoke_run / "results/numbers.json").read_text())
+        entries = numbers.get("numbers", numbers)
+        number_id = next(k for k, v in entries.items() if v["source"] == "results/table1.csv")
+        proc = subprocess.run(["clerk", "trace", number_id], cwd=smoke_run, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        for seed in ("137", "991"):
+            assert f"results/data/{seed}/test.jsonl" in proc.stdout
+        assert "generate" in proc.stdout
+        assert re.search(r"[0-9a-f]{64}", proc.stdout)
+
+    def test_forced_report_rerun_is_byte_identical(self, smoke_run):
+        """Re-running the table, figure, numbers and paper rules reproduces identical bytes."""
+        watched = sorted(
+            p for p in (smoke_run / "results").rglob("*")
+            if p.is_file() and (p.parent.name == "figures" or p.name.startswith("table") or p.name == "numbers.json")
+        ) + [smoke_run / "paper/paper.md"]
+        before = {p: _sha(p) for p in watched}
+        proc = _snakemake(smoke_run, "--cores", "2", *SMOKE, "--forcerun", *REPORT_RULES)
+        assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+        changed = [str(p.relative_to(smoke_run)) for p in watched if _sha(p) != before[p]]
+        assert changed == []
+
+    def test_verify_names_a_changed_file(self, smoke_run, tmp_path):
+        """Flipping one byte of a results file makes `clerk verify` fail and name that file."""
+        target = smoke_run / "results/table4.csv"
+        original = target.read_bytes()
+        try:
+            target.write_bytes(original[:-2] + bytes([original[-2] ^ 1]) + original[-1:])
+            proc = subprocess.run(["clerk", "verify"], cwd=smoke_run, capture_output=True, text=True)
+            assert proc.returncode != 0
+            assert "results/table4.csv" in proc.stdout + proc.stderr
+        finally:
+            target.write_bytes(original)
