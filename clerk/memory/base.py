@@ -24,6 +24,9 @@ READERS = ("mc", "rule")
 READER_MODELS = ("base", "adapter")
 
 
+DTYPES = ("auto", "float32", "bfloat16")
+
+
 @dataclass
 class EvalConfig:
     """Knobs of the synthetic evaluation (defaults < CLI); recorded in ``metrics.json``."""
@@ -45,8 +48,13 @@ class EvalConfig:
     #: token budget of the add-only view; -1 = the token count of the gold (oracle) ledger view at
     #: the same session, i.e. the read cost of a ledger.
     add_only_budget: int = -1
+    #: inference dtype of every model: "auto" = bf16 on CUDA, fp32 on CPU; "bfloat16" on a CPU
+    #: with AMX/AVX512-bf16 runs the reader and writers about 2.4x faster (measured on SmolLM2).
+    dtype: str = "auto"
 
     def __post_init__(self) -> None:
+        if self.dtype not in DTYPES:
+            raise UserError(f"dtype must be one of {', '.join(DTYPES)}, got {self.dtype!r}")
         for name in ("window_k", "rag_k", "max_new_tokens", "batch_size"):
             value = getattr(self, name)
             if type(value) is not int or value < 1:
@@ -146,12 +154,13 @@ class Runtime:
 
             if self.model_dir is None:
                 raise UserError("a model directory (--model) is needed for model readers and writers")
+            dtype = None if self.config.dtype == "auto" else self.config.dtype
             if kind == "adapter":
                 if self.adapter_dir is None:
                     raise UserError("an adapter directory (--adapter) is needed to read or write with the adapter")
-                self._models[kind] = models.load_model(self.model_dir, adapter_dir=self.adapter_dir)
+                self._models[kind] = models.load_model(self.model_dir, adapter_dir=self.adapter_dir, dtype=dtype)
             elif kind == "base":
-                self._models[kind] = models.load_model(self.model_dir)
+                self._models[kind] = models.load_model(self.model_dir, dtype=dtype)
             else:
                 raise ValueError(f"model kind must be 'base' or 'adapter', got {kind!r}")
             self._models[kind][0].eval()
