@@ -125,15 +125,17 @@ SCHEMAS: dict[str, dict[str, tuple]] = {
 }
 
 
-def validate_record(kind: str, record: dict) -> None:
-    """Raise ValueError unless ``record`` has exactly the fields of ``SCHEMAS[kind]`` with their types.
+def validate_record(kind: str, record: dict, schemas: dict[str, dict[str, tuple]] | None = None) -> None:
+    """Raise ValueError unless ``record`` has exactly the fields of ``schemas[kind]`` with their types.
+
+    ``schemas`` defaults to :data:`SCHEMAS`; other runners (``clerk.locomo``) pass their own.
 
     >>> validate_record("metrics", {"schema": "x"})
     Traceback (most recent call last):
     ...
     ValueError: metrics record: missing field(s) ['config', 'input', 'systems', 'versions', 'wall_seconds']
     """
-    schema = SCHEMAS[kind]
+    schema = (SCHEMAS if schemas is None else schemas)[kind]
     missing = sorted(set(schema) - set(record))
     extra = sorted(set(record) - set(schema))
     if missing:
@@ -202,6 +204,30 @@ def make_systems(names: list[str], runtime: Runtime, registry: Registry = MEMORY
         if needs_adapter and runtime.adapter_dir is None:
             raise UserError(f"--adapter is required for system {name!r} (it reads or writes with the trained adapter)")
     return out
+
+
+def mc_choose(model: Any, tokenizer: Any, questions: list[dict], views: list[Any]) -> list[int]:
+    """The MC reader's chosen option per question; questions whose views are the same text share
+    one encoded prompt prefix (``reader.mc_choices``), so a long view is encoded once.
+
+    Args:
+        model, tokenizer: the reader.
+        questions: question dicts with ``question`` and ``options``.
+        views: one :class:`~clerk.memory.View` per question.
+
+    Returns:
+        One chosen option index per question, in order.
+    """
+    from clerk.memory.reader import mc_choices
+
+    chosen = [-1] * len(questions)
+    groups: dict[str, list[int]] = {}
+    for k, view in enumerate(views):
+        groups.setdefault(view.text, []).append(k)
+    for text, ks in groups.items():
+        for k, c in zip(ks, mc_choices(model, tokenizer, text, [questions[k] for k in ks])):
+            chosen[k] = c
+    return chosen
 
 
 def replay(
@@ -300,7 +326,7 @@ def evaluate(
     Raises:
         UserError: see :func:`make_systems`.
     """
-    from clerk.memory.reader import mc_choices, rule_choice
+    from clerk.memory.reader import rule_choice
 
     systems = make_systems(system_names, runtime, registry)
     cfg = runtime.config
@@ -320,14 +346,7 @@ def evaluate(
         if cfg.reader == "rule":
             chosen = [rule_choice(system.ledger(state), tl["name"], q) for q in questions]
         else:
-            model, tok = runtime.model(reader)
-            chosen = [-1] * len(questions)
-            groups: dict[str, list[int]] = {}  # questions sharing a view share the encoded prefix
-            for k, view in enumerate(views):
-                groups.setdefault(view.text, []).append(k)
-            for text, ks in groups.items():
-                for k, c in zip(ks, mc_choices(model, tok, text, [questions[k] for k in ks])):
-                    chosen[k] = c
+            chosen = mc_choose(*runtime.model(reader), questions, views)
         for k, (q, view, c) in enumerate(zip(questions, views, chosen)):
             predictions.append({
                 "system": name, "persona": tl["name"], "split": tl["split"], "seed": tl["seed"],

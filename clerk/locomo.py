@@ -1,4 +1,4 @@
-"""LoCoMo loading for the zero-shot transfer study: both public formats, one in-memory form.
+"""LoCoMo zero-shot transfer: loading both public formats, evaluating memory systems, table 2.
 
 SPEC §7. LoCoMo (Maharana et al., 2024, https://github.com/snap-research/locomo) holds 10 long
 two-person conversations and 1,986 questions; licence CC BY-NC 4.0, so the data is never committed
@@ -40,7 +40,31 @@ single_hop/multi_hop/temporal_reasoning/open_domain/adversarial counts, and Perc
 (:data:`CATEGORIES`), the raw label it came with (``raw_label``) and an ``adversarial`` flag so
 reports keep adversarial questions apart.
 
+**Evaluation** (:func:`evaluate_locomo`, ``clerk locomo``). Each conversation is replayed through
+every memory system's writer session by session, in order (the synthetic runner's
+``clerk.evaluate.replay``); its two speakers are the transcript roles, so ledger writers can use
+their names as subjects, and each session's date heads its transcript (:func:`session_record`).
+Ledger systems (``clerk``: the trained adapter writes and reads; ``prompted-ledger``: the base
+model) keep a ledger of ``--budget`` slots, by default the synthetic budget (12, config
+``data.budget``): the budget the policy was trained with. Only then are the questions asked, once
+each, against the system's final memory, and scored by the same multiple-choice log-likelihood
+reader as the synthetic benchmark (``clerk.evaluate.mc_choose``). ``full`` shows the whole
+conversation, left-truncated to the reader's context (``truncated`` in every prediction; the
+untruncated length per conversation is in ``metrics.json``); the prompt up to the question is
+identical for every question of a conversation, so it is encoded once and its KV cache reused
+(``clerk bench-locomo-prefix`` measures the saving). ``summary-rag``
+(``clerk/memory/summary_rag.py``) shows the top-k session summaries for the question by BM25.
+There is no gold ledger on LoCoMo, so only answer accuracy is scored (plus write-side health for
+ledger systems: parse failures, invalid ops). ``accuracy`` is over non-adversarial questions;
+adversarial questions are reported apart (``adversarial_accuracy``). Outputs: ``selection.json``,
+``predictions.jsonl`` and ``metrics.json`` (:data:`LOCOMO_SCHEMAS`); ``clerk table-locomo``
+aggregates the per-seed metrics into table 2.
+
     clerk locomo-inspect --data tests/fixtures/locomo/locomo10_mini.json
+    clerk locomo --data locomo_mc10.json --model resources/models/smollm2-135m --adapter results/train/137 \\
+        --max-questions 200 --seed 137 --out results/locomo/137
+    clerk table-locomo --metrics results/locomo/*/metrics.json --out results/table2.csv --markdown results/table2.md
+    clerk bench-locomo-prefix --data tests/fixtures/locomo/locomo10_mini.json --model resources/models/smollm2-135m
 """
 
 from __future__ import annotations
@@ -49,6 +73,7 @@ import argparse
 import dataclasses
 import hashlib
 import json
+import math
 import os
 import random
 import re
@@ -59,6 +84,7 @@ from pathlib import Path
 from typing import Any, Iterable, Sequence
 
 from clerk.errors import UserError
+from clerk.memory.base import DTYPES, EvalConfig, Runtime
 
 # --- names and constants -------------------------------------------------------------------
 
@@ -805,16 +831,329 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+# --- evaluation: writers over sessions, then the MC reader ---------------------------------
+
+#: ``role`` of the leading pseudo-turn that carries a session's date (see :func:`session_record`).
+DATE_ROLE = "date"
+#: Ledger budget B on LoCoMo when none is given: the synthetic default (config ``data.budget``).
+DEFAULT_BUDGET = 12
+#: Summaries the ``summary-rag`` view retrieves per question by default.
+DEFAULT_SUMMARY_K = 3
+#: Non-adversarial categories; ``accuracy`` is over these, adversarial questions are reported apart.
+ANSWERABLE = CATEGORIES[:4]
+LOCOMO_METRICS_SCHEMA_ID = "clerk.locomo.metrics/1"
+
+_N = type(None)
+#: Field -> allowed exact types per record kind (validated with ``clerk.evaluate.validate_record``).
+LOCOMO_SCHEMAS: dict[str, dict[str, tuple]] = {
+    "predictions": {
+        "question_id": (str,),
+        "conversation": (str,),  # conversation id
+        "category": (str,),  # corrected name (CATEGORIES)
+        "raw_label": (str,),  # the label as the data file had it
+        "adversarial": (bool,),
+        "system": (str,),  # registry key
+        "reader": (str,),  # "base" | "adapter"
+        "chosen": (int,),
+        "correct_index": (int,),
+        "correct": (bool,),
+        "read_tokens": (int,),  # tokens of the view text under the reader's tokenizer
+        "truncated": (bool,),  # the view was cut (oldest first) to fit the reader's context
+    },
+    "metrics": {
+        "schema": (str,),
+        "seed": (int,),  # subset seed = the workflow's {seed}
+        "input": (dict,),  # data file: path, format, source, sha256, sizes, per-conversation tokens
+        "subset": (dict,),  # max_questions, seed, size, per_category, adversarial
+        "config": (dict,),  # systems, model, adapter, budget, summary_k, EvalConfig fields, context
+        "versions": (dict,),  # system -> version, plus "clerk"
+        "systems": (dict,),  # system -> "metrics.system"
+        "wall_seconds": (float,),
+    },
+    "metrics.system": {
+        "version": (str,),
+        "is_ledger": (bool,),
+        "reader": (dict,),  # {"method": "mc", "model": "base" | "adapter"}
+        "source": (str,),  # SOURCE_PERCENA or SOURCE_LOCAL
+        "data_sha256": (str,),
+        "subset_size": (int,),  # questions evaluated (adversarial included)
+        "subset_seed": (int,),
+        "n_questions": (int,),  # = subset_size
+        "n": (int,),  # non-adversarial questions (the denominator of accuracy)
+        "accuracy": (float, _N),  # over non-adversarial questions; None when there are none
+        "accuracy_by_category": (dict,),  # ANSWERABLE -> float | None
+        "n_by_category": (dict,),
+        "adversarial_accuracy": (float, _N),
+        "n_adversarial": (int,),
+        "read_tokens_mean": (float, _N),
+        "truncated_rate": (float, _N),
+        "wall_seconds": (float,),  # writing + reading
+        "write_seconds": (float,),
+        "read_seconds": (float,),
+        "n_writes": (int,),  # conversation-sessions consolidated
+        # ledger systems only (None otherwise):
+        "write_tokens_mean": (float, _N),
+        "n_ops": (int, _N),
+        "invalid_op_rate": (float, _N),
+        "parse_failure_rate": (float, _N),
+        "occupied_mean": (float, _N),  # occupied slots of the final ledgers
+    },
+}
+
+
+@dataclass
+class LocomoEvalConfig(EvalConfig):
+    """The synthetic evaluation knobs (:class:`clerk.memory.EvalConfig`) plus LoCoMo's own.
+
+    Attributes:
+        budget: ledger slots B of the ledger systems on LoCoMo (``--budget``); default the
+            synthetic budget, :data:`DEFAULT_BUDGET`, so the trained policy sees the budget it
+            was trained with.
+        summary_k: summaries the ``summary-rag`` view retrieves per question.
+    """
+
+    budget: int = DEFAULT_BUDGET
+    summary_k: int = DEFAULT_SUMMARY_K
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in ("budget", "summary_k"):
+            value = getattr(self, name)
+            if type(value) is not int or value < 1:
+                raise UserError(f"{name} must be an int >= 1, got {value!r}")
+        if self.reader != "mc":
+            raise UserError(f"reader must be 'mc' on LoCoMo (no gold ledger for the rule reader), got {self.reader!r}")
+
+
+def session_record(session: Session) -> dict[str, Any]:
+    """A LoCoMo session in the form memory systems read (``index``, ``turns`` of ``role``/``content``).
+
+    Speakers' names are the roles, so a ledger writer sees who said what and can use the names
+    as subjects. The session's date is carried as a leading ``date`` pseudo-turn, which
+    ``prompts.render_turns`` renders exactly as its ``date=`` argument would: every system that
+    renders turns (the ledger writers' CONSOLIDATE transcript, the ``full`` view) shows the date
+    with no LoCoMo-specific code in the systems. ``date`` and ``summary`` are kept as fields too
+    (``summary-rag`` reads them).
+
+    >>> from clerk.prompts import render_turns
+    >>> s = Session(2, "8 May 2023", [{"speaker": "Ana", "text": "Hi"}], "Ana said hi.", "session_3")
+    >>> render_turns(session_record(s)["turns"]) == render_turns(as_chat_turns(s), date=s.date)
+    True
+    >>> render_turns(session_record(s)["turns"])
+    'date: 8 May 2023\\nAna: Hi'
+    """
+    turns = as_chat_turns(session)
+    if session.date:
+        turns = [{"role": DATE_ROLE, "content": session.date}, *turns]
+    return {"index": session.index, "session_id": session.session_id, "date": session.date,
+            "summary": session.summary, "turns": turns, "questions": []}
+
+
+def conversation_timeline(conv: Conversation, budget: int) -> dict[str, Any]:
+    """A conversation as the runner's persona record: its sessions (no questions inside them:
+    LoCoMo questions are asked after the whole conversation) and the ledger budget."""
+    return {"name": conv.conv_id, "split": "locomo", "seed": 0, "budget": budget,
+            "speakers": list(conv.speakers), "sessions": [session_record(s) for s in conv.sessions]}
+
+
+def question_time(conv: Conversation) -> dict[str, Any]:
+    """The pseudo-session the questions are asked in: after the last session, with no turns."""
+    return {"index": len(conv.sessions), "turns": [], "questions": [question_record(q) for q in conv.questions]}
+
+
+def question_record(q: Question) -> dict[str, Any]:
+    """The question dict the MC reader scores (``question``, ``options``, ``correct``)."""
+    return {"question": q.question, "options": list(q.options), "correct": q.correct, "id": q.question_id}
+
+
+def _mean(values: Sequence[float]) -> float | None:
+    """Mean, or None for no values.
+
+    >>> _mean([1, 0, 1, 1]), _mean([])
+    (0.75, None)
+    """
+    return math.fsum(values) / len(values) if values else None
+
+
+def locomo_registry():
+    """The memory registry with ``summary-rag`` registered (imported here, on first use)."""
+    import clerk.memory.summary_rag  # noqa: F401  (registers "summary-rag")
+    from clerk.memory import MEMORY_REGISTRY
+
+    return MEMORY_REGISTRY
+
+
+def _summarize_system(system: Any, rows: list[dict], writes: list[Any], finals: list[Any],
+                      write_s: float, read_s: float) -> dict[str, Any]:
+    """The ``metrics.system`` record of one system (data fields are filled in by the caller)."""
+    answerable = [r for r in rows if not r["adversarial"]]
+    adversarial = [r for r in rows if r["adversarial"]]
+    out: dict[str, Any] = {
+        "version": system.version,
+        "is_ledger": system.is_ledger,
+        "reader": {"method": "mc", "model": system.reader_model()},
+        "n_questions": len(rows),
+        "n": len(answerable),
+        "accuracy": _mean([float(r["correct"]) for r in answerable]),
+        "accuracy_by_category": {
+            c: _mean([float(r["correct"]) for r in rows if r["category"] == c]) for c in ANSWERABLE
+        },
+        "n_by_category": {c: sum(1 for r in rows if r["category"] == c) for c in ANSWERABLE},
+        "adversarial_accuracy": _mean([float(r["correct"]) for r in adversarial]),
+        "n_adversarial": len(adversarial),
+        "read_tokens_mean": _mean([float(r["read_tokens"]) for r in rows]),
+        "truncated_rate": _mean([float(r["truncated"]) for r in rows]),
+        "wall_seconds": float(write_s + read_s),
+        "write_seconds": float(write_s),
+        "read_seconds": float(read_s),
+        "n_writes": len(writes),
+        "write_tokens_mean": None, "n_ops": None, "invalid_op_rate": None, "parse_failure_rate": None,
+        "occupied_mean": None,
+    }
+    if system.is_ledger:
+        from clerk import ledger as L
+
+        n_ops = sum(len(w.program or []) for w in writes)
+        out.update(
+            write_tokens_mean=_mean([float(w.write_tokens) for w in writes]),
+            n_ops=n_ops,
+            invalid_op_rate=sum(w.n_invalid for w in writes) / n_ops if n_ops else 0.0,
+            parse_failure_rate=_mean([float(w.parse_failed) for w in writes]),
+            occupied_mean=_mean([float(len(L.occupied(system.ledger(state)))) for state in finals]),
+        )
+    return out
+
+
+def evaluate_locomo(
+    conversations: Sequence[Conversation],
+    system_names: Sequence[str],
+    runtime: Runtime,
+    registry: Any = None,
+    progress: bool = True,
+) -> tuple[list[dict], dict[str, dict]]:
+    """Run memory systems over LoCoMo conversations and score every question with the MC reader.
+
+    1. Each conversation becomes a persona record (:func:`conversation_timeline`); the synthetic
+       runner's ``clerk.evaluate.replay`` drives every system's writer over its sessions in
+       order, batched across conversations at the same session index (ledger systems start from
+       an empty ledger of ``runtime.config.budget`` slots and apply their programs leniently).
+    2. After the last session, every question of the conversation is asked once against the
+       system's final memory (:func:`question_time`): its view is built and scored by the MC
+       log-likelihood reader (``clerk.evaluate.mc_choose``). Questions with the same view text
+       share one encoded prompt prefix: for ``full`` (one view per conversation, left-truncated
+       to the reader's context) the conversation is encoded once and its KV cache reused for
+       every question.
+
+    Args:
+        conversations: the conversations, each holding only the questions to ask.
+        system_names: registry keys, e.g. :data:`LOCOMO_SYSTEMS`.
+        runtime: a :class:`clerk.memory.Runtime` whose config is a :class:`LocomoEvalConfig`.
+        registry: where names are looked up; default :func:`locomo_registry`.
+        progress: show progress bars on stderr.
+
+    Returns:
+        (prediction rows, per-system summaries) following :data:`LOCOMO_SCHEMAS` (the summaries'
+        data fields ``source``, ``data_sha256``, ``subset_size``, ``subset_seed`` are left to the
+        caller).
+
+    Raises:
+        UserError: unknown systems or a missing adapter (``clerk.evaluate.make_systems``).
+    """
+    import time
+
+    from tqdm.auto import tqdm
+
+    from clerk.evaluate import make_systems, mc_choose, replay
+
+    cfg = runtime.config
+    assert isinstance(cfg, LocomoEvalConfig), "runtime.config must be a LocomoEvalConfig"
+    systems = make_systems(list(system_names), runtime, registry if registry is not None else locomo_registry())
+    # Load everything up front so wall times exclude loading.
+    runtime.tokenizer  # noqa: B018
+    for system in systems.values():
+        runtime.model(system.reader_model())
+        if getattr(system, "writer_kind", None) is not None:
+            runtime.model(system.writer_kind)
+
+    timelines = [conversation_timeline(conv, cfg.budget) for conv in conversations]
+    finals = {name: {tl["name"]: system.init_state(tl) for tl in timelines} for name, system in systems.items()}
+    writes: dict[str, list[Any]] = {name: [] for name in systems}
+
+    def wrote(name, system, tl, session, before, result):
+        finals[name][tl["name"]] = result.state
+        writes[name].append(result)
+
+    # No session holds questions, so replay only writes; its answer callback is never called.
+    write_seconds = replay(timelines, systems, lambda *a: None, wrote, progress)
+
+    predictions: list[dict] = []
+    summaries: dict[str, dict] = {}
+    view_tokens: dict[str, int] = {}  # the full view recurs for every question of a conversation
+    for name, system in systems.items():
+        reader = system.reader_model()
+        model, tok = runtime.model(reader)
+        start = time.perf_counter()
+        rows: list[dict] = []
+        for conv, tl in tqdm(list(zip(conversations, timelines)), desc=f"read {name}", unit="conv",
+                             file=sys.stderr, disable=not progress):
+            if not conv.questions:
+                continue
+            asked = question_time(conv)
+            state = finals[name][tl["name"]]
+            views = [system.view(state, tl, asked, qd) for qd in asked["questions"]]
+            chosen = mc_choose(model, tok, asked["questions"], views)
+            for q, view, c in zip(conv.questions, views, chosen):
+                if view.text not in view_tokens:
+                    view_tokens[view.text] = runtime.count_tokens(view.text)
+                rows.append({
+                    "question_id": q.question_id, "conversation": conv.conv_id, "category": q.category,
+                    "raw_label": q.raw_label, "adversarial": bool(q.adversarial), "system": name, "reader": reader,
+                    "chosen": int(c), "correct_index": q.correct, "correct": int(c) == q.correct,
+                    "read_tokens": view_tokens[view.text], "truncated": bool(view.truncated),
+                })
+        read_s = time.perf_counter() - start
+        predictions += rows
+        summaries[name] = _summarize_system(system, rows, writes[name], list(finals[name].values()),
+                                            write_seconds[name], read_s)
+    return predictions, summaries
+
+
+def transcript_tokens(conv: Conversation, runtime: Runtime) -> int:
+    """Tokens of the whole conversation as the ``full`` view renders it, before any truncation."""
+    from clerk.memory.text import session_lines
+
+    lines = [line for s in conv.sessions for line in session_lines(session_record(s))]
+    return runtime.count_tokens("\n".join(lines))
+
+
+def _write_jsonl(path: Path, kind: str, rows: list[dict]) -> None:
+    from clerk.evaluate import validate_record
+
+    with open(path, "w", encoding="utf-8") as fh:
+        for row in rows:
+            validate_record(kind, row, LOCOMO_SCHEMAS)
+            fh.write(json.dumps(row, ensure_ascii=False) + "\n")
+
+
 # --- command line --------------------------------------------------------------------------
 
 
 def main_locomo(args: argparse.Namespace) -> None:
-    """``clerk locomo``: resolve, load and subset the data, then record the selection.
+    """``clerk locomo``: resolve, load and subset the data, evaluate the systems, write the results.
 
-    The evaluation itself (writers over sessions, MC reader) is wired in by the evaluation
-    module; until then this writes ``<out>/selection.json`` (which questions, from which file).
-    Data resolution comes first so a missing file leaves no output behind.
+    Data resolution comes first so a missing file leaves no output behind; then the arguments
+    and systems are checked before any model loads. Writes ``selection.json`` (which questions,
+    from which file), ``predictions.jsonl`` and, last, ``metrics.json`` to ``--out``.
+
+    Raises:
+        UserError: missing data, bad directories or knobs, unknown systems, a missing adapter.
     """
+    import time
+
+    from clerk import __version__
+    from clerk.evaluate import make_systems, validate_record
+
+    start = time.perf_counter()
     cfg = LocomoConfig(
         path=args.data, download=args.download, max_questions=args.max_questions,
         seed=args.seed, mc_seed=args.mc_seed, systems=tuple(args.systems),
@@ -824,30 +1163,309 @@ def main_locomo(args: argparse.Namespace) -> None:
         raise UserError(f"--model: expected a model directory, got {args.model!r}")
     if args.adapter is not None and not Path(args.adapter).is_dir():
         raise UserError(f"--adapter: expected an adapter directory, got {args.adapter!r}")
+    ecfg = LocomoEvalConfig(budget=args.budget, summary_k=args.summary_k, max_new_tokens=args.max_new_tokens,
+                            batch_size=args.batch_size, baseline_reader=args.baseline_reader,
+                            max_read_tokens=args.max_read_tokens, dtype=args.dtype)
+    runtime = Runtime(ecfg, model_dir=args.model, adapter_dir=args.adapter)
+    make_systems(list(cfg.systems), runtime, locomo_registry())  # fail on names/adapter before loading
     conversations = load_locomo(data, mc_seed=cfg.mc_seed)
     chosen = stratified_subset(all_questions(conversations), cfg.max_questions, cfg.seed)
+    selected = restrict(conversations, chosen)
+    sha = _sha256(data)
+    sources = list(dict.fromkeys(c.source for c in conversations))
     selection = {
         "data_file": str(data),
-        "data_sha256": _sha256(data),
+        "data_sha256": sha,
         "format": detect_format(data),
-        "sources": list(dict.fromkeys(c.source for c in conversations)),
+        "sources": sources,
         "config": dataclasses.asdict(cfg) | {"path": str(data), "systems": list(cfg.systems)},
         "questions": len(chosen),
         "per_category": count_by_category(chosen),
         "adversarial": sum(q.adversarial for q in chosen),
-        "conversations": [c.conv_id for c in restrict(conversations, chosen)],
+        "conversations": [c.conv_id for c in selected],
         "question_ids": [q.question_id for q in chosen],
     }
+
+    predictions, summaries = evaluate_locomo(selected, list(cfg.systems), runtime, progress=not args.quiet)
+    for summary in summaries.values():
+        summary.update(source=sources[0], data_sha256=sha, subset_size=len(chosen), subset_seed=cfg.seed)
+        validate_record("metrics.system", summary, LOCOMO_SCHEMAS)
+    metrics = {
+        "schema": LOCOMO_METRICS_SCHEMA_ID,
+        "seed": cfg.seed,
+        "input": {
+            "path": str(data), "format": selection["format"], "source": sources[0], "sha256": sha,
+            "n_conversations": len(conversations), "n_questions": len(all_questions(conversations)),
+            "conversations": [
+                {"conv_id": c.conv_id, "sessions": len(c.sessions), "questions": len(c.questions),
+                 "transcript_tokens": transcript_tokens(c, runtime)}
+                for c in selected
+            ],
+        },
+        "subset": {"max_questions": cfg.max_questions, "seed": cfg.seed, "size": len(chosen),
+                   "per_category": selection["per_category"], "adversarial": selection["adversarial"],
+                   "mc_seed": cfg.mc_seed},
+        "config": {"systems": list(cfg.systems), "model": args.model, "adapter": args.adapter, **ecfg.to_dict(),
+                   "context_tokens": runtime.context_tokens, "view_budget_tokens": runtime.view_budget()},
+        "versions": {"clerk": __version__, **{name: summaries[name]["version"] for name in cfg.systems}},
+        "systems": summaries,
+        "wall_seconds": float(time.perf_counter() - start),
+    }
+    validate_record("metrics", metrics, LOCOMO_SCHEMAS)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "selection.json").write_text(json.dumps(selection, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    # The lead wires evaluate_locomo(...) here once clerk.evaluate exists.
-    print(
-        f"clerk locomo: {len(chosen)} of {len(all_questions(conversations))} questions from "
-        f"{len(selection['conversations'])} conversations selected; evaluation is not wired yet "
-        f"(wrote {out / 'selection.json'})",
-        file=sys.stderr,
-    )
+    _write_jsonl(out / "predictions.jsonl", "predictions", predictions)
+    # metrics.json last: its existence means the run completed.
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    accs = ", ".join(f"{n}={s['accuracy']:.3f}" if s["accuracy"] is not None else f"{n}=n/a"
+                     for n, s in summaries.items())
+    print(f"clerk locomo: {len(chosen)} questions x {len(summaries)} systems from {len(selected)} conversations "
+          f"({sources[0]}); accuracy (non-adversarial): {accs}; -> {out} in {metrics['wall_seconds']:.1f} s",
+          file=sys.stderr)
+
+
+# --- table 2 -------------------------------------------------------------------------------
+
+#: Per-seed value columns of table 2 (aggregated over seeds into ``<col>_{n,mean,sd,ci_low,ci_high}``).
+TABLE2_VALUES = ("accuracy", "single_hop", "multi_hop", "temporal", "open_domain", "adversarial",
+                 "read_tokens", "truncated_rate", "n_questions")
+#: Markdown headers of the compact table 2 (category names as in :data:`CATEGORIES`).
+_TABLE2_MD = (("accuracy", "accuracy"), ("single_hop", "single-hop"), ("multi_hop", "multi-hop"),
+              ("temporal", "temporal"), ("open_domain", "open-domain"), ("adversarial", "adversarial"),
+              ("read_tokens", "read tokens"), ("truncated_rate", "truncated"))
+
+
+def table2_rows(metrics_files: Sequence[str | Path]) -> list[dict[str, Any]]:
+    """One row per (seed, system) from LoCoMo ``metrics.json`` files; accuracies as floats, NaN when
+    a category had no question.
+
+    Raises:
+        UserError: a file is missing or not a LoCoMo metrics file, or the files disagree on the
+            data (source, sha256) or the subset size requested.
+    """
+    rows: list[dict[str, Any]] = []
+    seen: dict[str, Any] = {}
+    for path in metrics_files:
+        try:
+            metrics = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError) as err:
+            raise UserError(f"--metrics: expected a readable LoCoMo metrics.json, got {str(path)!r} ({err})") from None
+        if not isinstance(metrics, dict) or metrics.get("schema") != LOCOMO_METRICS_SCHEMA_ID:
+            got = metrics.get("schema") if isinstance(metrics, dict) else type(metrics).__name__
+            raise UserError(f"--metrics: expected schema {LOCOMO_METRICS_SCHEMA_ID!r} in {str(path)!r}, got {got!r}")
+        key = {"source": metrics["input"]["source"], "sha256": metrics["input"]["sha256"],
+               "max_questions": metrics["subset"]["max_questions"]}
+        if seen and key != seen:
+            raise UserError(f"--metrics: every file must come from the same data and subset size; {str(path)!r} has "
+                            f"{key}, expected {seen}")
+        seen = seen or key
+
+        def nan(x: float | None) -> float:
+            return math.nan if x is None else float(x)
+
+        for name, s in metrics["systems"].items():
+            by = s["accuracy_by_category"]
+            rows.append({
+                "system": name, "reader": s["reader"]["model"], "source": s["source"], "seed": int(metrics["seed"]),
+                "accuracy": nan(s["accuracy"]), "single_hop": nan(by["single-hop"]), "multi_hop": nan(by["multi-hop"]),
+                "temporal": nan(by["temporal"]), "open_domain": nan(by["open-domain"]),
+                "adversarial": nan(s["adversarial_accuracy"]), "read_tokens": nan(s["read_tokens_mean"]),
+                "truncated_rate": nan(s["truncated_rate"]), "n_questions": float(s["n_questions"]),
+            })
+    if not rows:
+        raise UserError("--metrics: expected at least one metrics file with systems, got none")
+    return rows
+
+
+def _mean_ci(mean: float, low: float, high: float, fmt: str) -> str:
+    """``mean ± half-width`` of the 95 % interval; just the mean when there is no interval.
+
+    >>> _mean_ci(0.5, 0.4, 0.6, ".3f"), _mean_ci(0.5, float("nan"), float("nan"), ".3f")
+    ('0.500 ± 0.100', '0.500')
+    """
+    if math.isnan(mean):
+        return "n/a"
+    if math.isnan(low) or math.isnan(high):
+        return format(mean, fmt)
+    return f"{format(mean, fmt)} ± {format((high - low) / 2, fmt)}"
+
+
+def table2(metrics_files: Sequence[str | Path]):
+    """Table 2 as (full aggregate DataFrame, compact Markdown DataFrame).
+
+    The full frame has ``system, reader, source, n_seeds, seeds`` and ``<col>_{n,mean,sd,ci_low,ci_high}``
+    for every :data:`TABLE2_VALUES` column (``clerk.report.aggregate_frame``). The compact frame
+    shows ``mean ± 95 % half-width`` per system in :data:`LOCOMO_SYSTEMS` order, with the share of
+    questions whose view was truncated to the reader's context (``full``: say so in the paper).
+    """
+    import pandas as pd
+
+    from clerk.report import aggregate_frame
+
+    df = aggregate_frame(pd.DataFrame(table2_rows(metrics_files)), by=["system", "reader", "source"],
+                         value_cols=list(TABLE2_VALUES))
+    order = {name: k for k, name in enumerate(LOCOMO_SYSTEMS)}
+    compact = []
+    for row in sorted(df.to_dict("records"), key=lambda r: (order.get(r["system"], len(order)), r["system"])):
+        line = {"system": row["system"], "reader": row["reader"], "seeds": int(row["n_seeds"]),
+                "questions": int(round(row["n_questions_mean"]))}
+        for col, header in _TABLE2_MD:
+            fmt = {"read_tokens": ".0f", "truncated_rate": ".2f"}.get(col, ".3f")
+            line[header] = _mean_ci(row[f"{col}_mean"], row[f"{col}_ci_low"], row[f"{col}_ci_high"], fmt)
+        compact.append(line)
+    return df, pd.DataFrame(compact)
+
+
+def main_table(args: argparse.Namespace) -> None:
+    """``clerk table-locomo``: aggregate LoCoMo metrics over seeds into table 2 (CSV, optional Markdown)."""
+    from clerk.report import to_markdown, write_csv
+
+    df, compact = table2(args.metrics)
+    write_csv(df, args.out, sort_by=["system", "reader", "source"])
+    if args.markdown:
+        Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.markdown).write_text(to_markdown(compact), encoding="utf-8")
+    print(f"clerk table-locomo: {len(df)} systems from {len(args.metrics)} metrics files -> {args.out}",
+          file=sys.stderr)
+
+
+# --- prefix-reuse benchmark ----------------------------------------------------------------
+
+
+def bench_prefix(data: str | Path, model_dir: str | Path, conversation: str | None = None, tile: int = 1,
+                 max_read_tokens: int = -1, mc_seed: int = 0, progress: bool = True,
+                 dtype: str = "auto") -> dict[str, Any]:
+    """Time the ``full`` system's questions on one conversation with and without prefix reuse.
+
+    1. The conversation's sessions (repeated ``tile`` times, to emulate a longer conversation) go
+       through the ``full`` system; its view is left-truncated to the reader's context exactly
+       as in :func:`evaluate_locomo`.
+    2. *No reuse*: each question's whole answer prompt is prefilled and its options scored
+       (``scoring.score_options``). *Reuse*: what the evaluation does for questions sharing a
+       view (``clerk.evaluate.mc_choose`` -> ``reader.mc_choices``): the prompt up to the
+       question is encoded once (``scoring.encode_prefix``, timed once and charged to the
+       questions) and every question prefills only its own suffix (``scoring.score_with_prefix``).
+       The two paths alternate question by question, so load on a shared machine hits both alike.
+
+    Returns:
+        Tokens (view, prefix, prompt and suffix per question, prefill per question both ways),
+        seconds per question both ways, the speed-up and whether both pick the same options.
+
+    Raises:
+        UserError: bad data/model paths, an unknown conversation id or ``tile`` < 1.
+    """
+    import time
+
+    from tqdm.auto import tqdm
+
+    from clerk import models, prompts, scoring
+    from clerk.evaluate import make_systems
+    from clerk.memory.reader import split_prompt
+
+    if tile < 1:
+        raise UserError(f"--tile: expected an integer >= 1, got {tile}")
+    conversations = load_locomo(data, mc_seed=mc_seed)
+    if conversation is None:
+        conv = conversations[0]
+    else:
+        by_id = {c.conv_id: c for c in conversations}
+        if conversation not in by_id:
+            raise UserError(f"--conversation: expected one of {sorted(by_id)}, got {conversation!r}")
+        conv = by_id[conversation]
+    if tile > 1:
+        n = len(conv.sessions)
+        sessions = [dataclasses.replace(s, index=r * n + s.index) for r in range(tile) for s in conv.sessions]
+        conv = dataclasses.replace(conv, sessions=sessions)
+    runtime = Runtime(LocomoEvalConfig(max_read_tokens=max_read_tokens, dtype=dtype), model_dir=str(model_dir))
+    full = make_systems(["full"], runtime, locomo_registry())["full"]
+    tl = conversation_timeline(conv, DEFAULT_BUDGET)
+    state = full.init_state(tl)
+    for session in tl["sessions"]:
+        state = full.write([state], [tl], [session])[0].state
+    asked = question_time(conv)
+    qds = asked["questions"]
+    views = [full.view(state, tl, asked, qd) for qd in qds]
+    model, tok = runtime.model("base")
+    texts = [models.chat_prompt(tok, prompts.answer_messages(v.text, qd["question"])) for v, qd in zip(views, qds)]
+    prefix_text, _ = split_prompt(texts[0])
+
+    def n_tokens(text: str) -> int:
+        return len(tok(text, add_special_tokens=False)["input_ids"])
+
+    suffixes = [t[len(prefix_text):] for t in texts]
+    assert all(t.startswith(prefix_text) for t in texts)  # one view, one frame: the prefix is shared
+    scoring.score_options(model, tok, texts[0], qds[0]["options"])  # warm-up: allocator, kernels
+    # Interleave the two paths question by question so a shared machine's load hits both alike.
+    start = time.perf_counter()
+    prefix = scoring.encode_prefix(model, tok, prefix_text)
+    encode_s = time.perf_counter() - start
+    plain, reused, plain_s, reuse_s = [], [], 0.0, encode_s
+    for text, suffix, qd in tqdm(list(zip(texts, suffixes, qds)), desc="questions", unit="q", file=sys.stderr,
+                                 disable=not progress):
+        t0 = time.perf_counter()
+        plain.append(scoring.pick(scoring.score_options(model, tok, text, qd["options"])))
+        t1 = time.perf_counter()
+        reused.append(scoring.pick(scoring.score_with_prefix(model, tok, prefix, suffix, qd["options"])))
+        t2 = time.perf_counter()
+        plain_s, reuse_s = plain_s + (t1 - t0), reuse_s + (t2 - t1)
+    nq = len(qds)
+    prompt_tokens = [n_tokens(t) for t in texts]
+    suffix_tokens = [n_tokens(t) for t in suffixes]
+    prefix_tokens = n_tokens(prefix_text)
+    return {
+        "conversation": conv.conv_id, "sessions": len(conv.sessions), "tile": tile, "questions": nq,
+        "model": str(model_dir), "dtype": str(model.dtype).removeprefix("torch."), "torch_threads": _torch_threads(),
+        "load_average_1min": os.getloadavg()[0],
+        "view_tokens": runtime.count_tokens(views[0].text), "truncated": bool(views[0].truncated),
+        "view_budget_tokens": runtime.view_budget(), "prefix_tokens": prefix_tokens,
+        "prompt_tokens_mean": _mean([float(x) for x in prompt_tokens]),
+        "suffix_tokens_mean": _mean([float(x) for x in suffix_tokens]),
+        "prefill_tokens_per_question_no_reuse": _mean([float(x) for x in prompt_tokens]),
+        "prefill_tokens_per_question_reuse": (prefix_tokens + sum(suffix_tokens)) / nq,
+        "prefix_encode_seconds": encode_s,
+        "seconds_per_question_no_reuse": plain_s / nq,
+        "seconds_per_question_reuse": reuse_s / nq,
+        "speedup": plain_s / reuse_s,
+        "same_choices": plain == reused,
+        "choices_no_reuse": plain,
+        "choices_reuse": reused,
+    }
+
+
+def _torch_threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
+
+
+def main_bench(args: argparse.Namespace) -> None:
+    """``clerk bench-locomo-prefix``: print prefill tokens and seconds per question with and without reuse."""
+    if args.threads < 0:
+        raise UserError(f"--threads: expected an integer >= 0, got {args.threads}")
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    r = bench_prefix(args.data, args.model, conversation=args.conversation, tile=args.tile,
+                     max_read_tokens=args.max_read_tokens, mc_seed=args.mc_seed, dtype=args.dtype)
+    print(f"conversation {r['conversation']}: {r['sessions']} sessions (tile {r['tile']}), {r['questions']} questions, "
+          f"model {r['model']} ({r['dtype']}), torch threads {r['torch_threads']}, "
+          f"load average {r['load_average_1min']:.1f}")
+    print(f"full view: {r['view_tokens']} tokens (budget {r['view_budget_tokens']}, truncated: {r['truncated']}); "
+          f"shared prefix {r['prefix_tokens']} tokens; per-question suffix {r['suffix_tokens_mean']:.1f} tokens (mean)")
+    print(f"no reuse:     prefill {r['prefill_tokens_per_question_no_reuse']:.1f} tokens/question, "
+          f"{r['seconds_per_question_no_reuse']:.3f} s/question")
+    print(f"prefix reuse: prefill {r['prefill_tokens_per_question_reuse']:.1f} tokens/question (amortised), "
+          f"{r['seconds_per_question_reuse']:.3f} s/question "
+          f"(prefix encoded once in {r['prefix_encode_seconds']:.3f} s)")
+    print(f"speed-up: {r['speedup']:.2f}x; same choices: {r['same_choices']}")
+    if args.out:
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps(r, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+
+
+# --- inspection ------------------------------------------------------------------------------
 
 
 def format_summary(summary: dict[str, Any], path: str) -> str:
@@ -880,13 +1498,17 @@ def main_inspect(args: argparse.Namespace) -> None:
 
 
 def register_cli(sub: argparse._SubParsersAction) -> None:
-    """Add ``clerk locomo`` and ``clerk locomo-inspect``."""
+    """Add ``clerk locomo``, ``clerk locomo-inspect``, ``clerk table-locomo`` and ``clerk bench-locomo-prefix``."""
+    d = LocomoEvalConfig()
     p = sub.add_parser(
         "locomo",
         help="LoCoMo-MC10 zero-shot transfer: load, subset and evaluate memory systems",
         description=(
-            "Evaluate memory systems on LoCoMo (Percena/locomo-mc10 JSON lines or the original locomo10.json). "
-            "Without data it exits with status 2 and says where to get it; it writes nothing then."
+            "Evaluate memory systems on LoCoMo (Percena/locomo-mc10 JSON lines or the original locomo10.json): "
+            "each system's writer runs over every conversation's sessions in order, then every selected question "
+            "is scored by the multiple-choice log-likelihood reader over the system's final memory. Writes "
+            "selection.json, predictions.jsonl and metrics.json (last) to --out. Without data it exits with "
+            "status 2 and says where to get it; it writes nothing then."
         ),
     )
     # data
@@ -897,16 +1519,35 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                         "--data is absent (config locomo.download); default: off")
     # models and systems
     p.add_argument("--model", metavar="DIR", required=True, help="base model directory (safetensors + tokenizer)")
-    p.add_argument("--adapter", metavar="DIR", default=None, help="trained LoRA adapter directory; default: none")
+    p.add_argument("--adapter", metavar="DIR", default=None,
+                   help="trained LoRA adapter directory (clerk train); needed by the clerk system; default: none")
     p.add_argument("--systems", nargs="+", choices=LOCOMO_SYSTEMS, default=list(LOCOMO_SYSTEMS), metavar="NAME",
                    help=f"memory systems to run, from {', '.join(LOCOMO_SYSTEMS)}; default: all")
+    # memory and views
+    p.add_argument("--budget", type=int, default=d.budget, metavar="B",
+                   help=f"ledger slots of the ledger systems (config data.budget: the synthetic budget the policy "
+                        f"was trained with); default: {d.budget}")
+    p.add_argument("--summary-k", dest="summary_k", type=int, default=d.summary_k, metavar="K",
+                   help=f"session summaries the summary-rag view retrieves per question; default: {d.summary_k}")
+    p.add_argument("--max-read-tokens", dest="max_read_tokens", type=int, default=d.max_read_tokens, metavar="N",
+                   help="cap on transcript-view tokens; -1 = the reader's context minus a prompt reserve (default: -1)")
+    # writers and readers
+    p.add_argument("--max-new-tokens", dest="max_new_tokens", type=int, default=d.max_new_tokens, metavar="N",
+                   help=f"generation cap of the ledger writers per session, tokens; default: {d.max_new_tokens}")
+    p.add_argument("--batch-size", dest="batch_size", type=int, default=d.batch_size, metavar="N",
+                   help=f"conversations per generation batch; default: {d.batch_size}")
+    p.add_argument("--baseline-reader", dest="baseline_reader", choices=("base", "adapter"), default=d.baseline_reader,
+                   help="model reading full and summary-rag (default: base)")
+    p.add_argument("--dtype", choices=DTYPES, default=d.dtype,
+                   help="inference dtype of every model; auto = bf16 on CUDA, fp32 on CPU (default: auto)")
     # output and sampling
     p.add_argument("--out", metavar="DIR", required=True, help="output directory (created only when data loads)")
     p.add_argument("--max-questions", type=int, default=0, metavar="N",
                    help="stratified subset size in questions; 0 = all (default)")
-    p.add_argument("--seed", type=int, default=0, metavar="S", help="subset seed; default: 0")
+    p.add_argument("--seed", type=int, default=0, metavar="S", help="subset seed (the workflow's {seed}); default: 0")
     p.add_argument("--mc-seed", type=int, default=0, metavar="S",
                    help="seed of the distractors built for locomo10.json (unused for Percena's file); default: 0")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=main_locomo)
 
     q = sub.add_parser(
@@ -919,3 +1560,39 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                    help="seed of the distractors built for locomo10.json; default: 0")
     q.add_argument("--json", action="store_true", help="print the counts as JSON instead of text")
     q.set_defaults(func=main_inspect)
+
+    t = sub.add_parser(
+        "table-locomo",
+        help="table 2: LoCoMo accuracy per system and category, aggregated over seeds",
+        description="Aggregate LoCoMo metrics.json files (one per seed) over seeds: n, mean, sd (ddof=1) and the "
+        "95 %% t-interval of accuracy (non-adversarial), per-category and adversarial accuracy, read tokens, "
+        "truncation rate and question count. Writes a CSV and optionally a compact Markdown table.",
+    )
+    t.add_argument("--metrics", nargs="+", required=True, metavar="FILE",
+                   help="LoCoMo metrics.json files, e.g. results/locomo/*/metrics.json")
+    t.add_argument("--out", required=True, metavar="CSV", help="output CSV, e.g. results/table2.csv")
+    t.add_argument("--markdown", default=None, metavar="MD",
+                   help="also write the compact Markdown table (mean ± 95 %% half-width) here; default: none")
+    t.set_defaults(func=main_table)
+
+    b = sub.add_parser(
+        "bench-locomo-prefix",
+        help="prefill tokens and seconds per question for full-context reading with and without prefix reuse",
+        description="On one conversation, score every question over the full (context-truncated) conversation "
+        "twice: prefilling each whole prompt, and encoding the conversation prefix once and reusing its KV cache "
+        "(the path clerk locomo takes). Prints tokens, seconds per question, the speed-up and whether the "
+        "choices agree.",
+    )
+    b.add_argument("--data", required=True, metavar="FILE", help="LoCoMo file, either format (e.g. a test fixture)")
+    b.add_argument("--model", required=True, metavar="DIR", help="base model directory")
+    b.add_argument("--conversation", default=None, metavar="ID", help="conversation id; default: the first")
+    b.add_argument("--tile", type=int, default=1, metavar="N",
+                   help="repeat the conversation's sessions N times to emulate a longer one; default: 1")
+    b.add_argument("--max-read-tokens", dest="max_read_tokens", type=int, default=-1, metavar="N",
+                   help="cap on view tokens; -1 = the reader's context minus a prompt reserve (default: -1)")
+    b.add_argument("--mc-seed", type=int, default=0, metavar="S", help="distractor seed for locomo10.json; default: 0")
+    b.add_argument("--threads", type=int, default=0, metavar="N", help="torch CPU threads; 0 = torch's default")
+    b.add_argument("--dtype", choices=DTYPES, default="auto",
+                   help="inference dtype; auto = bf16 on CUDA, fp32 on CPU (default: auto)")
+    b.add_argument("--out", default=None, metavar="JSON", help="also write the numbers as JSON here; default: none")
+    b.set_defaults(func=main_bench)

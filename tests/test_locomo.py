@@ -10,32 +10,47 @@ import dataclasses
 import doctest
 import json
 import random
+import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 import clerk.locomo as locomo
+from clerk import prompts
 from clerk.cli import main as clerk_main
 from clerk.errors import UserError
 from clerk.locomo import (
     CATEGORIES,
+    LOCOMO_SCHEMAS,
     NOT_MENTIONED,
     SOURCE_LOCAL,
     SOURCE_PERCENA,
+    LocomoEvalConfig,
     Question,
+    as_chat_turns,
+    bench_prefix,
     build_mc_options,
     category_from_number,
     category_from_percena,
     conv_id_from_question_id,
+    conversation_timeline,
+    evaluate_locomo,
     load_locomo,
     load_locomo10,
     load_percena,
+    question_time,
     resolve_locomo_path,
+    session_record,
     stratified_subset,
     summarize,
 )
+from clerk.memory import Runtime
+from clerk.memory.summary_rag import SummaryRagMemory
+from clerk.memory.text import session_lines
 
-FIXTURES = Path(__file__).parent / "fixtures" / "locomo"
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures" / "locomo"
 PERCENA = FIXTURES / "locomo_mc10_mini.json"
 LOCOMO10 = FIXTURES / "locomo10_mini.json"
 
@@ -59,9 +74,52 @@ def _dump(conversations) -> str:
     return json.dumps([dataclasses.asdict(c) for c in conversations], sort_keys=True)
 
 
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory) -> Path:
+    """A tiny scratch model (tokenizer trained on a few synthetic personas) and a non-zero LoRA adapter."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from clerk.generator import generate, write_timelines
+    from clerk.models import ModelSpec, materialize
+
+    root = tmp_path_factory.mktemp("locomo")
+    write_timelines(root / "train.jsonl", generate(5, "train", personas=2, sessions=3, budget=6))
+    materialize(ModelSpec(kind="scratch", timelines=str(root / "train.jsonl"), vocab_size=400, hidden=32, layers=1,
+                          heads=2, intermediate=64, max_positions=2048, seed=0), root / "model")
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_pretrained(root / "model")
+    # init_lora_weights=False: a non-zero adapter, so the clerk system really differs from the base model.
+    get_peft_model(model, LoraConfig(r=2, lora_alpha=4, target_modules=["q_proj", "v_proj"],
+                                     init_lora_weights=False)).save_pretrained(root / "adapter")
+    return root
+
+
+@pytest.fixture(scope="module")
+def run(workdir) -> Path:
+    """One `clerk locomo` over the Percena fixture with all four systems (clerk with the adapter)."""
+    out = workdir / "run"
+    clerk_main(["locomo", "--data", str(PERCENA), "--model", str(workdir / "model"), "--adapter",
+                str(workdir / "adapter"), "--out", str(out), "--max-new-tokens", "4", "--batch-size", "2",
+                "--seed", "7", "--quiet"])
+    return out
+
+
+def _jsonl(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
 def test_doctests():
     """The module's >>> examples hold."""
     assert doctest.testmod(locomo).failed == 0
+
+
+def test_summary_rag_doctests():
+    """The summary-rag module's >>> examples hold."""
+    import clerk.memory.summary_rag as summary_rag
+
+    assert doctest.testmod(summary_rag).failed == 0
 
 
 class TestLoadPercena:
@@ -384,18 +442,37 @@ class TestCli:
             assert not out.exists()
         assert sorted(p.name for p in tmp_path.iterdir()) == []
 
-    def test_selection_written(self, tmp_path, capsys):
-        """With data, the stratified selection is recorded for the evaluation step."""
-        model = tmp_path / "model"
-        model.mkdir()
+    def test_selection_written(self, workdir, tmp_path):
+        """With data, the stratified selection is recorded next to the results."""
         out = tmp_path / "out"
-        clerk_main(["locomo", "--data", str(LOCOMO10), "--model", str(model), "--out", str(out),
-                    "--max-questions", "5", "--seed", "3"])
+        clerk_main(["locomo", "--data", str(LOCOMO10), "--model", str(workdir / "model"), "--out", str(out),
+                    "--max-questions", "5", "--seed", "3", "--systems", "summary-rag", "--quiet"])
         sel = json.loads((out / "selection.json").read_text(encoding="utf-8"))
         assert sel["questions"] == 5 and sel["sources"] == [SOURCE_LOCAL]
         assert sel["per_category"] == {c: 1 for c in CATEGORIES}
-        assert sel["config"]["systems"] == list(locomo.LOCOMO_SYSTEMS)
-        assert "evaluation is not wired yet" in capsys.readouterr().err
+        assert sel["config"]["systems"] == ["summary-rag"]
+        rows = [json.loads(line) for line in (out / "predictions.jsonl").read_text().splitlines()]
+        assert [r["question_id"] for r in rows] == sel["question_ids"]
+
+    def test_missing_adapter_exits_2_without_output(self, workdir, tmp_path, capsys):
+        """The clerk system without --adapter is refused before any model loads; nothing is written."""
+        out = tmp_path / "out"
+        with pytest.raises(SystemExit) as exc:
+            clerk_main(["locomo", "--data", str(PERCENA), "--model", str(workdir / "model"), "--out", str(out),
+                        "--systems", "clerk", "full"])
+        assert exc.value.code == 2
+        assert capsys.readouterr().err == (
+            "clerk locomo: error: --adapter is required for system 'clerk' (it reads or writes with the trained "
+            "adapter)\n")
+        assert not out.exists()
+
+    def test_bad_budget(self, workdir, tmp_path, capsys):
+        """A budget below one is refused naming the field."""
+        with pytest.raises(SystemExit) as exc:
+            clerk_main(["locomo", "--data", str(PERCENA), "--model", str(workdir / "model"), "--out",
+                        str(tmp_path / "o"), "--budget", "0"])
+        assert exc.value.code == 2
+        assert capsys.readouterr().err == "clerk locomo: error: budget must be an int >= 1, got 0\n"
 
     def test_unknown_system_rejected(self, tmp_path, capsys):
         """An unknown system name is refused by the parser with exit 2."""
@@ -418,3 +495,294 @@ class TestCli:
         clerk_main(["locomo-inspect", "--data", str(PERCENA), "--json"])
         data = json.loads(capsys.readouterr().out)
         assert data == summarize(load_locomo(PERCENA))
+
+
+# --- evaluation ----------------------------------------------------------------------------
+
+
+class TestSessionRecord:
+    def test_speakers_and_date(self):
+        """Speakers become roles and the date heads the rendered transcript, as render_turns(date=) does."""
+        conv = load_locomo(LOCOMO10)[0]
+        for session in conv.sessions:
+            text = prompts.render_turns(session_record(session)["turns"])
+            assert text == prompts.render_turns(as_chat_turns(session), date=session.date)
+            assert text.startswith(f"date: {session.date}\n")
+        roles = {t["role"] for s in conv.sessions for t in session_record(s)["turns"]}
+        assert roles == {"date", "Marisol", "Teodor"}
+
+    def test_timeline_has_budget_and_no_questions(self):
+        """A conversation becomes one persona record of the given budget whose sessions hold no questions."""
+        conv = load_locomo(PERCENA)[1]
+        tl = conversation_timeline(conv, 9)
+        assert (tl["name"], tl["budget"], tl["speakers"]) == ("conv-904", 9, ["Noor", "Kai"])
+        assert [s["index"] for s in tl["sessions"]] == [0, 1]
+        assert all(s["questions"] == [] for s in tl["sessions"])
+
+
+class TestLocomoEvalConfig:
+    def test_defaults(self):
+        """The LoCoMo budget defaults to the synthetic budget and the reader is MC."""
+        cfg = LocomoEvalConfig()
+        assert (cfg.budget, cfg.summary_k, cfg.reader) == (12, 3, "mc")
+
+    def test_rejects(self):
+        """Bad budgets, k and the rule reader are refused with the field named."""
+        with pytest.raises(UserError, match=r"^summary_k must be an int >= 1, got 0$"):
+            LocomoEvalConfig(summary_k=0)
+        with pytest.raises(UserError, match=r"^reader must be 'mc' on LoCoMo"):
+            LocomoEvalConfig(reader="rule")
+
+
+class TestSummaryRag:
+    def _runtime(self, workdir, k: int, context: int = 4096) -> Runtime:
+        from transformers import AutoTokenizer
+
+        return Runtime(LocomoEvalConfig(summary_k=k), tokenizer=AutoTokenizer.from_pretrained(workdir / "model"),
+                       context_tokens=context)
+
+    def _state(self, system, conv):
+        tl = conversation_timeline(conv, 12)
+        state = system.init_state(tl)
+        for session in tl["sessions"]:
+            state = system.write([state], [tl], [session])[0].state
+        return tl, state
+
+    def test_returns_k_summaries(self, workdir):
+        """With more sessions than k, the view holds exactly k dated summaries in chronological order."""
+        conv = load_locomo(LOCOMO10)[0]
+        system = SummaryRagMemory(self._runtime(workdir, 3))
+        tl, state = self._state(system, conv)
+        view = system.view(state, tl, question_time(conv), {"question": "Which pets does Marisol have?"})
+        blocks = [b for b in view.text.split("\n") if b.startswith("[session ")]
+        assert len(blocks) == 3 and not view.truncated
+        indices = [int(b.split("]")[0].removeprefix("[session ")) for b in blocks]
+        assert indices == sorted(indices)
+        assert all(" date: " in b for b in blocks)
+
+    def test_bm25_picks_the_matching_summary(self, workdir):
+        """With k = 1 the summary sharing the question's words is the one shown."""
+        conv = load_locomo(PERCENA)[0]
+        system = SummaryRagMemory(self._runtime(workdir, 1))
+        tl, state = self._state(system, conv)
+        view = system.view(state, tl, question_time(conv), {"question": "Which lessons did Yusuf take up?"})
+        assert view.text == "[session 1] date: 2023-02-12T18:30:00\nYusuf takes violin; Lea rows."
+
+    def test_fewer_sessions_than_k_and_empty(self, workdir):
+        """Fewer summaries than k shows them all; no summaries (synthetic sessions) gives an empty view."""
+        conv = load_locomo(PERCENA)[1]
+        system = SummaryRagMemory(self._runtime(workdir, 5))
+        tl, state = self._state(system, conv)
+        assert system.view(state, tl, question_time(conv), {"question": "parrot?"}).text.count("[session ") == 2
+        bare = system.write([system.init_state(tl)], [tl], [{"index": 0, "turns": []}])[0].state
+        assert system.view(bare, tl, {}, {"question": "parrot?"}).text == ""
+
+    def test_truncated_to_budget(self, workdir):
+        """Summaries beyond the reader's view budget are dropped oldest first and the view says so."""
+        conv = load_locomo(LOCOMO10)[0]
+        question = {"question": "Which pets does Marisol have?"}
+        system = SummaryRagMemory(self._runtime(workdir, 3))
+        tl, state = self._state(system, conv)
+        whole = system.view(state, tl, question_time(conv), question)
+        newest = whole.text[whole.text.rindex("[session "):]
+        budget = system.rt.count_tokens(newest)
+        small = SummaryRagMemory(self._runtime(workdir, 3, context=Runtime.PROMPT_RESERVE + budget))
+        view = small.view(state, tl, question_time(conv), question)
+        assert view.truncated and view.text == newest
+
+
+class TestEvaluateLocomo:
+    def test_outputs_follow_schema(self, run):
+        """predictions.jsonl and metrics.json exist and every record has exactly the documented fields."""
+        from clerk.evaluate import validate_record
+
+        rows = _jsonl(run / "predictions.jsonl")
+        assert len(rows) == 10 * 4
+        for row in rows:
+            validate_record("predictions", row, LOCOMO_SCHEMAS)
+        metrics = json.loads((run / "metrics.json").read_text(encoding="utf-8"))
+        validate_record("metrics", metrics, LOCOMO_SCHEMAS)
+        assert list(metrics["systems"]) == list(locomo.LOCOMO_SYSTEMS)
+        for record in metrics["systems"].values():
+            validate_record("metrics.system", record, LOCOMO_SCHEMAS)
+
+    def test_data_provenance(self, run):
+        """Metrics name the data source label, the file's sha256, the subset size and seed, and the budget."""
+        import hashlib
+
+        metrics = json.loads((run / "metrics.json").read_text(encoding="utf-8"))
+        sha = hashlib.sha256(PERCENA.read_bytes()).hexdigest()
+        assert (metrics["input"]["source"], metrics["input"]["sha256"]) == (SOURCE_PERCENA, sha)
+        assert (metrics["seed"], metrics["subset"]["size"], metrics["config"]["budget"]) == (7, 10, 12)
+        for s in metrics["systems"].values():
+            assert (s["source"], s["data_sha256"], s["subset_size"], s["subset_seed"]) == (SOURCE_PERCENA, sha, 10, 7)
+
+    def test_readers(self, run):
+        """clerk reads with the adapter, the other systems with the base model."""
+        metrics = json.loads((run / "metrics.json").read_text(encoding="utf-8"))
+        readers = {n: s["reader"] for n, s in metrics["systems"].items()}
+        assert readers == {"clerk": {"method": "mc", "model": "adapter"},
+                           "prompted-ledger": {"method": "mc", "model": "base"},
+                           "full": {"method": "mc", "model": "base"},
+                           "summary-rag": {"method": "mc", "model": "base"}}
+
+    def test_adversarial_kept_apart(self, run):
+        """accuracy is over non-adversarial questions only; adversarial accuracy is reported separately."""
+        rows = _jsonl(run / "predictions.jsonl")
+        metrics = json.loads((run / "metrics.json").read_text(encoding="utf-8"))
+        for name, s in metrics["systems"].items():
+            mine = [r for r in rows if r["system"] == name]
+            plain = [r["correct"] for r in mine if not r["adversarial"]]
+            adv = [r["correct"] for r in mine if r["adversarial"]]
+            assert (s["n"], s["n_adversarial"], s["n_questions"]) == (8, 2, 10)
+            assert s["accuracy"] == pytest.approx(sum(plain) / len(plain))
+            assert s["adversarial_accuracy"] == pytest.approx(sum(adv) / len(adv))
+            assert s["n_by_category"] == {"single-hop": 3, "multi-hop": 2, "temporal": 2, "open-domain": 1}
+            assert "adversarial" not in s["accuracy_by_category"]
+        assert {r["category"] for r in rows if r["adversarial"]} == {"adversarial"}
+
+    def test_correct_is_chosen_equals_gold(self, run):
+        """Each prediction's correct flag is its chosen option against the question's gold index."""
+        gold = {q.question_id: q.correct for c in load_locomo(PERCENA) for q in c.questions}
+        for row in _jsonl(run / "predictions.jsonl"):
+            assert row["correct_index"] == gold[row["question_id"]]
+            assert row["correct"] == (row["chosen"] == gold[row["question_id"]])
+            assert 0 <= row["chosen"] < 10
+
+    def test_full_reads_whole_conversation(self, run):
+        """Untruncated, full reads the whole transcript: its read tokens equal the conversation's token count."""
+        metrics = json.loads((run / "metrics.json").read_text(encoding="utf-8"))
+        tokens = {c["conv_id"]: c["transcript_tokens"] for c in metrics["input"]["conversations"]}
+        for row in _jsonl(run / "predictions.jsonl"):
+            if row["system"] == "full":
+                assert row["read_tokens"] == tokens[row["conversation"]] and not row["truncated"]
+
+    def test_ledger_write_stats(self, run):
+        """Ledger systems report write-side health over every conversation-session; others report none."""
+        metrics = json.loads((run / "metrics.json").read_text(encoding="utf-8"))
+        for name, s in metrics["systems"].items():
+            assert s["n_writes"] == 5
+            if name in ("clerk", "prompted-ledger"):
+                assert s["parse_failure_rate"] is not None and 0 <= s["occupied_mean"] <= 12
+            else:
+                assert s["parse_failure_rate"] is None and s["n_ops"] is None
+
+    def test_full_truncation_recorded(self, workdir):
+        """A view budget below the conversation's length truncates the full view and records it."""
+        runtime = Runtime(LocomoEvalConfig(max_read_tokens=40), model_dir=str(workdir / "model"))
+        rows, summary = evaluate_locomo(load_locomo(PERCENA), ["full"], runtime, progress=False)
+        assert all(r["truncated"] and 0 < r["read_tokens"] <= 40 for r in rows)
+        assert summary["full"]["truncated_rate"] == 1.0
+
+
+class TestPrefixReuse:
+    def test_same_choices_fewer_prefill_tokens(self, workdir):
+        """Encoding the conversation once and reusing it picks the same options as prefilling each prompt."""
+        r = bench_prefix(PERCENA, workdir / "model", progress=False)
+        assert r["same_choices"] and r["choices_reuse"] == r["choices_no_reuse"]
+        assert r["questions"] == 6
+        assert r["prefill_tokens_per_question_reuse"] < r["prefill_tokens_per_question_no_reuse"]
+        assert r["prefill_tokens_per_question_no_reuse"] == r["prefix_tokens"] + r["suffix_tokens_mean"]
+
+    def test_evaluation_path_matches_plain_scoring(self, workdir):
+        """The runner's full-system choices (one encoded prefix per conversation) equal scoring every
+        question's whole prompt on its own."""
+        from clerk import models, scoring
+
+        runtime = Runtime(LocomoEvalConfig(), model_dir=str(workdir / "model"))
+        conversations = load_locomo(PERCENA)
+        rows, _ = evaluate_locomo(conversations, ["full"], runtime, progress=False)
+        model, tok = runtime.model("base")
+        chosen = {r["question_id"]: r["chosen"] for r in rows}
+        for conv in conversations:
+            text = "\n".join(line for s in conv.sessions for line in session_lines(session_record(s)))
+            for q in conv.questions:
+                prompt = models.chat_prompt(tok, prompts.answer_messages(text, q.question))
+                assert chosen[q.question_id] == scoring.pick(scoring.score_options(model, tok, prompt, q.options))
+
+    def test_tile_and_unknown_conversation(self, workdir):
+        """Tiling repeats the sessions; an unknown conversation id is refused with the known ids."""
+        r = bench_prefix(PERCENA, workdir / "model", conversation="conv-904", tile=3, progress=False)
+        assert (r["conversation"], r["sessions"], r["same_choices"]) == ("conv-904", 6, True)
+        with pytest.raises(UserError, match=r"^--conversation: expected one of \['conv-903', 'conv-904'\], got 'x'$"):
+            bench_prefix(PERCENA, workdir / "model", conversation="x")
+
+
+class TestTableLocomo:
+    def _metrics(self, run, tmp_path, seed: int, shift: float, sha: str | None = None) -> Path:
+        metrics = json.loads((run / "metrics.json").read_text(encoding="utf-8"))
+        metrics["seed"] = seed
+        if sha:
+            metrics["input"]["sha256"] = sha
+        for s in metrics["systems"].values():
+            s["accuracy"] = 0.5 + shift
+        path = tmp_path / str(seed) / "metrics.json"
+        path.parent.mkdir()
+        path.write_text(json.dumps(metrics), encoding="utf-8")
+        return path
+
+    def test_aggregates_over_seeds(self, run, tmp_path):
+        """Two seeds give one row per system with n, mean and sd of accuracy, and a compact Markdown table."""
+        files = [self._metrics(run, tmp_path, 1, 0.0), self._metrics(run, tmp_path, 2, 0.2)]
+        out, md = tmp_path / "table2.csv", tmp_path / "table2.md"
+        clerk_main(["table-locomo", "--metrics", *map(str, files), "--out", str(out), "--markdown", str(md)])
+        import pandas as pd
+
+        df = pd.read_csv(out)
+        assert sorted(df["system"]) == sorted(locomo.LOCOMO_SYSTEMS)
+        assert set(df["source"]) == {SOURCE_PERCENA} and set(df["seeds"]) == {"1;2"}
+        assert df["accuracy_mean"].tolist() == pytest.approx([0.6] * 4)
+        assert df["accuracy_sd"].tolist() == pytest.approx([0.141421] * 4, abs=1e-6)
+        lines = md.read_text(encoding="utf-8").splitlines()
+        assert lines[0] == ("| system | reader | seeds | questions | accuracy | single-hop | multi-hop | temporal | "
+                            "open-domain | adversarial | read tokens | truncated |")
+        assert [line.split(" | ")[0][2:] for line in lines[2:]] == list(locomo.LOCOMO_SYSTEMS)
+        assert lines[2].split(" | ")[4] == "0.600 ± 1.271"
+
+    def test_byte_stable(self, run, tmp_path):
+        """The same metrics give the same CSV bytes whatever the file order."""
+        files = [str(self._metrics(run, tmp_path, s, s / 10)) for s in (1, 2)]
+        clerk_main(["table-locomo", "--metrics", *files, "--out", str(tmp_path / "a.csv")])
+        clerk_main(["table-locomo", "--metrics", *files[::-1], "--out", str(tmp_path / "b.csv")])
+        assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
+
+    def test_mixed_data_rejected(self, run, tmp_path):
+        """Metrics from different data files cannot be aggregated together."""
+        files = [self._metrics(run, tmp_path, 1, 0.0), self._metrics(run, tmp_path, 2, 0.0, sha="0" * 64)]
+        with pytest.raises(UserError, match=r"^--metrics: every file must come from the same data"):
+            locomo.table2(files)
+
+    def test_not_locomo_metrics(self, tmp_path):
+        """A metrics file of another stage is refused naming the expected schema."""
+        path = tmp_path / "m.json"
+        path.write_text(json.dumps({"schema": "clerk.evaluate.metrics/1"}))
+        with pytest.raises(UserError, match=r"expected schema 'clerk.locomo.metrics/1' in .* got 'clerk.evaluate"):
+            locomo.table2([path])
+
+
+class TestWorkflow:
+    @staticmethod
+    def _jobs(*config: str) -> dict[str, int]:
+        """Job counts of a quiet dry run of the default target (the 'Job stats' table)."""
+        cmd = ["snakemake", "-n", "--cores", "1", "--nolock", "--quiet", "rules"]
+        if config:
+            cmd += ["--config", *config]
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        text = proc.stdout + proc.stderr
+        table = text[text.index("Job stats:"):].splitlines()[3:]
+        jobs = {}
+        for line in table:
+            parts = line.split()
+            if len(parts) != 2 or parts[0] == "total":
+                break
+            jobs[parts[0]] = int(parts[1])
+        return jobs
+
+    def test_locomo_jobs_only_with_data(self):
+        """With locomo.path set the DAG holds one locomo job per seed and table 2; without it neither."""
+        seeds = len(yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["seeds"])
+        without = self._jobs()
+        assert "locomo" not in without and "table_locomo" not in without
+        with_data = self._jobs(f"locomo={{path: {LOCOMO10.relative_to(ROOT)}}}")
+        assert with_data["locomo"] == seeds and with_data["table_locomo"] == 1

@@ -18,7 +18,7 @@ from clerk.memory.reader import split_prompt
 from clerk.memory.text import fit_newest
 from timeline_kit import two_personas
 
-ALL = ["add-only", "clerk", "full", "null", "oracle", "prompted-ledger", "rag", "window"]
+ALL = ["add-only", "clerk", "full", "null", "oracle", "prompted-ledger", "rag", "summary-rag", "window"]
 
 
 @pytest.fixture(scope="module")
