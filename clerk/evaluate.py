@@ -38,6 +38,7 @@ from typing import Any, Callable
 
 from clerk.errors import UserError
 from clerk.ledger import OP_KINDS
+from clerk.memory.base import DTYPES
 from clerk.memory import MEMORY_REGISTRY, EvalConfig, MemorySystem, Registry, Runtime
 from clerk.metrics import micro_op_scores, op_scores, state_f1
 
@@ -439,7 +440,8 @@ def run_evaluate(args: Any, registry: Registry = MEMORY_REGISTRY) -> None:
     start = time.perf_counter()
     cfg = EvalConfig(window_k=args.window_k, rag_k=args.rag_k, max_new_tokens=args.max_new_tokens,
                      batch_size=args.batch_size, reader=args.reader, baseline_reader=args.baseline_reader,
-                     max_read_tokens=args.max_read_tokens, add_only_budget=args.add_only_budget)
+                     max_read_tokens=args.max_read_tokens, add_only_budget=args.add_only_budget,
+                     dtype=args.dtype)
     runtime = Runtime(cfg, model_dir=args.model, adapter_dir=args.adapter)
     make_systems(args.systems, runtime, registry)  # fail on bad names before loading anything
     timelines = load_timelines_file(args.timelines)
@@ -555,6 +557,8 @@ def register_cli(sub: Any) -> None:
                    help="mc = multiple-choice log-likelihood; rule = exact rule reader, ledger systems only (default: mc)")
     p.add_argument("--baseline-reader", dest="baseline_reader", choices=("base", "adapter"), default=d.baseline_reader,
                    help="model reading full/window/rag/add-only/null (default: base)")
+    p.add_argument("--dtype", choices=DTYPES, default=d.dtype,
+                   help="inference dtype of readers and writers; auto = bf16 on CUDA, fp32 on CPU (default: auto)")
     p.set_defaults(func=run_evaluate)
 
     p = sub.add_parser(

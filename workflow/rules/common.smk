@@ -75,7 +75,7 @@ def train_args(wildcards):
             "max_length",
         )
     ]
-    args += [f"--lora-{key} {spec['lora_' + key]}" for key in ("r", "alpha", "dropout")]
+    args += [f"--lora-{key} {spec[f'lora_{key}']}" for key in ("r", "alpha", "dropout")]
     args.append(f"--lora-targets {','.join(spec['lora_targets'])}")
     if spec.get("modules_to_save"):
         args.append(f"--modules-to-save {','.join(spec['modules_to_save'])}")
@@ -122,3 +122,32 @@ def get_final_output():
     # The paper, then the manifest: written last, it lists everything above.
     targets += ["paper/paper.md", "results/manifest.json"]
     return targets
+
+
+def get_locomo_inputs(wildcards):
+    """Model, code and memory systems; the data file when configured; the adapter when clerk runs."""
+    inputs = {
+        "model": MODEL_DIR,
+        "code": code("locomo", "evaluate", "metrics", "scoring", "models", "prompts"),
+        "systems": get_memory_code(wildcards),
+    }
+    if config["locomo"]["path"]:
+        inputs["data"] = config["locomo"]["path"]
+    if "clerk" in config["locomo"]["systems"]:
+        inputs["adapter"] = f"results/train/{wildcards.seed}"
+    return inputs
+
+
+def locomo_args(wildcards, input):
+    """Data source and adapter flags of `clerk locomo` (a path wins over a download)."""
+    args = [f"--data {input.data}"] if "data" in input.keys() else ["--download"]
+    if "adapter" in input.keys():
+        args.append(f"--adapter {input.adapter}")
+    return " ".join(args)
+
+
+def get_locomo_output():
+    """Table 2 (CSV + Markdown) when LoCoMo is enabled, else nothing."""
+    if not locomo_enabled():
+        return []
+    return ["results/table2.csv", "results/table2.md"]

@@ -28,11 +28,13 @@ rule evaluate:
         max_new_tokens=lookup(dpath="evaluate/max_new_tokens", within=config),
         batch_size=lookup(dpath="evaluate/batch_size", within=config),
         baseline_reader=lookup(dpath="evaluate/baseline_reader", within=config),
+        dtype=lookup(dpath="evaluate/dtype", within=config),
     shell:
         "clerk evaluate --timelines {input.timelines} --model {input.model}"
         " --adapter {input.adapter} --systems {params.systems} --window-k {params.window_k}"
         " --rag-k {params.rag_k} --max-new-tokens {params.max_new_tokens}"
         " --batch-size {params.batch_size} --baseline-reader {params.baseline_reader}"
+        " --dtype {params.dtype}"
         " --quiet --out {params.outdir} > {log} 2>&1"
 
 

@@ -11,35 +11,6 @@
 # The ledger budget on LoCoMo is the synthetic one (`data.budget`): the trained policy's budget.
 
 
-def get_locomo_inputs(wildcards):
-    """Model, code and memory systems; the data file when configured; the adapter when clerk runs."""
-    inputs = {
-        "model": MODEL_DIR,
-        "code": code("locomo", "evaluate", "metrics", "scoring", "models", "prompts"),
-        "systems": get_memory_code(wildcards),
-    }
-    if config["locomo"]["path"]:
-        inputs["data"] = config["locomo"]["path"]
-    if "clerk" in config["locomo"]["systems"]:
-        inputs["adapter"] = f"results/train/{wildcards.seed}"
-    return inputs
-
-
-def locomo_args(wildcards, input):
-    """Data source and adapter flags of `clerk locomo` (a path wins over a download)."""
-    args = [f"--data {input.data}"] if "data" in input.keys() else ["--download"]
-    if "adapter" in input.keys():
-        args.append(f"--adapter {input.adapter}")
-    return " ".join(args)
-
-
-def get_locomo_output():
-    """Table 2 (CSV + Markdown) when LoCoMo is enabled, else nothing."""
-    if not locomo_enabled():
-        return []
-    return ["results/table2.csv", "results/table2.md"]
-
-
 rule locomo:
     input:
         unpack(get_locomo_inputs),
@@ -64,11 +35,13 @@ rule locomo:
         max_new_tokens=lookup(dpath="evaluate/max_new_tokens", within=config),
         batch_size=lookup(dpath="evaluate/batch_size", within=config),
         baseline_reader=lookup(dpath="evaluate/baseline_reader", within=config),
+        dtype=lookup(dpath="evaluate/dtype", within=config),
     shell:
         "clerk locomo {params.args} --model {input.model} --systems {params.systems}"
         " --max-questions {params.max_questions} --seed {wildcards.seed} --budget {params.budget}"
         " --max-new-tokens {params.max_new_tokens} --batch-size {params.batch_size}"
-        " --baseline-reader {params.baseline_reader} --quiet --out {params.outdir} > {log} 2>&1"
+        " --baseline-reader {params.baseline_reader} --dtype {params.dtype} --quiet"
+        " --out {params.outdir} > {log} 2>&1"
 
 
 rule table_locomo:
