@@ -506,13 +506,30 @@ def trace(target: str, manifest: dict, numbers: dict) -> list[str]:
     return lines
 
 
+def _git_ignored(workdir: Path, path: str) -> bool:
+    """True when git ignores ``path`` (relative to ``workdir``): untracked and matching an ignore
+    rule. Tracked files are never ignored, so a deleted committed file stays a problem."""
+    try:
+        proc = subprocess.run(["git", "check-ignore", "-q", path], cwd=workdir,
+                              capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return proc.returncode == 0
+
+
 def verify(workdir: Path, manifest: dict | None, numbers: dict | None,
-           paper: Path | None) -> list[str]:
+           paper: Path | None, *, absent: list[str] | None = None,
+           strict: bool = False) -> list[str]:
     """Re-hash and re-resolve everything; return one message per mismatch ([] = all good).
 
     Checks: every manifest file and leaf input still has its sha256; every number's
     source still has the recorded sha256, the value at its key and its text; every number the
     paper references is in numbers.json and printed as ``reference(id, text)`` with its footnote.
+
+    A clean clone lacks the large git-ignored outputs (base model, adapters) that the manifest
+    records: unless ``strict``, a missing file that git ignores is appended to ``absent``
+    instead of being a problem (it cannot be re-hashed here; its recorded sha256 still pins it).
+    Any file that is present must match, and a missing file git does not ignore is a problem.
     """
     workdir, problems = Path(workdir), []
 
@@ -520,7 +537,10 @@ def verify(workdir: Path, manifest: dict | None, numbers: dict | None,
         full = workdir / path
         if want is None:  # was already gone (temp()) when the manifest was made
             return
-        if not full.exists():
+        if not full.exists() and not strict and _git_ignored(workdir, path):
+            if absent is not None and path not in absent:
+                absent.append(path)
+        elif not full.exists():
             problems.append(f"{path}: missing ({what})")
         elif (got := sha256_path(full)) != want:
             problems.append(f"{path}: sha256 {got} != {want} recorded in {what}")
@@ -598,13 +618,16 @@ def _verify_main(args) -> None:
     manifest = load_json(args.manifest, "--manifest")
     numbers = load_json(args.numbers, "--numbers")
     paper = None if args.paper == "none" else Path(args.paper)
-    problems = verify(Path(args.workdir), manifest, numbers, paper)
+    absent: list[str] = []
+    problems = verify(Path(args.workdir), manifest, numbers, paper, absent=absent, strict=args.strict)
     for problem in problems:
         print(f"clerk verify: {problem}", file=sys.stderr)
     if problems:
         raise SystemExit(f"clerk verify: FAILED with {len(problems)} problem(s)")
-    print(f"verified {len(manifest['files'])} files and {len(numbers['numbers'])} numbers"
-          + (f" against {paper}" if paper else ""))
+    for path in absent:
+        print(f"clerk verify: not in this checkout (git-ignored; sha256 recorded): {path}", file=sys.stderr)
+    print(f"verified {len(manifest['files']) - len(absent)} files ({len(absent)} git-ignored absent)"
+          f" and {len(numbers['numbers'])} numbers" + (f" against {paper}" if paper else ""))
 
 
 def register_cli(sub) -> None:
@@ -639,4 +662,6 @@ def register_cli(sub) -> None:
     p.add_argument("--numbers", default="results/numbers.json", help="default: results/numbers.json")
     p.add_argument("--paper", default="paper/paper.md", help="rendered paper ('none' = skip; default: paper/paper.md)")
     p.add_argument("--workdir", default=".", help="directory the manifest paths are relative to (default: .)")
+    p.add_argument("--strict", action="store_true",
+                   help="also fail on missing git-ignored outputs (models, adapters) instead of listing them")
     p.set_defaults(func=_verify_main)

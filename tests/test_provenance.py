@@ -377,3 +377,46 @@ class TestDoctests:
         import clerk.provenance
 
         assert doctest.testmod(clerk.provenance).failed == 0
+
+
+class TestVerifyCleanClone:
+    """verify on a checkout that lacks the large git-ignored outputs the manifest records."""
+
+    @staticmethod
+    def _repo(tmp_path):
+        subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+        (tmp_path / ".gitignore").write_text("big/\nresults/*\n")
+        (tmp_path / "results").mkdir()
+        (tmp_path / "results/table.csv").write_text("a,b\n1,2\n")
+        subprocess.run(["git", "add", "-f", ".gitignore", "results/table.csv"], cwd=tmp_path, check=True)
+        manifest = {"files": {
+            "results/table.csv": {"sha256": sha256_path(tmp_path / "results/table.csv"), "inputs": {"big/adapter": "0" * 64}},
+            "big/adapter": {"sha256": "0" * 64, "inputs": {}},
+        }}
+        return manifest
+
+    def test_ignored_absent_file_is_listed_not_failed(self, tmp_path):
+        """A missing git-ignored output is reported as absent; the present files still verify."""
+        manifest = self._repo(tmp_path)
+        absent: list[str] = []
+        assert verify(tmp_path, manifest, None, None, absent=absent) == []
+        assert absent == ["big/adapter"]
+
+    def test_strict_fails_on_absent_output(self, tmp_path):
+        """--strict turns a missing ignored output into a problem naming it."""
+        manifest = self._repo(tmp_path)
+        assert verify(tmp_path, manifest, None, None, strict=True) == ["big/adapter: missing (the manifest)"]
+
+    def test_missing_tracked_file_still_fails(self, tmp_path):
+        """A committed results file that is gone is a problem even though results/* is ignored."""
+        manifest = self._repo(tmp_path)
+        (tmp_path / "results/table.csv").unlink()
+        assert verify(tmp_path, manifest, None, None) == ["results/table.csv: missing (the manifest)"]
+
+    def test_present_but_changed_ignored_file_fails(self, tmp_path):
+        """An ignored output that is present must still match its sha256."""
+        manifest = self._repo(tmp_path)
+        (tmp_path / "big").mkdir()
+        (tmp_path / "big/adapter").write_text("tampered")
+        problems = verify(tmp_path, manifest, None, None)
+        assert len(problems) == 1 and problems[0].startswith("big/adapter: sha256 ")
