@@ -626,8 +626,9 @@ def _verify_main(args) -> None:
         raise SystemExit(f"clerk verify: FAILED with {len(problems)} problem(s)")
     for path in absent:
         print(f"clerk verify: not in this checkout (git-ignored; sha256 recorded): {path}", file=sys.stderr)
-    print(f"verified {len(manifest['files']) - len(absent)} files ({len(absent)} git-ignored absent)"
-          f" and {len(numbers['numbers'])} numbers" + (f" against {paper}" if paper else ""))
+    print(f"verified {len(manifest['files']) - len(absent)} files and {len(numbers['numbers'])} numbers"
+          + (f" against {paper}" if paper else "")
+          + (f" ({len(absent)} git-ignored outputs not in this checkout)" if absent else ""))
 
 
 def register_cli(sub) -> None:
