@@ -58,6 +58,15 @@ ANSWER_SYSTEM = (
 )
 
 
+def session_header(index: int) -> str:
+    """Header line opening one session in a transcript view (full, window, rag, add-only).
+
+    >>> session_header(3)
+    '[session 3]'
+    """
+    return f"[session {index}]"
+
+
 def render_turns(turns: Iterable[dict[str, Any]], date: str | None = None) -> str:
     """Transcript text: one ``speaker: content`` line per turn, after an optional date line.
 

@@ -14,13 +14,8 @@ from typing import Callable
 from clerk import prompts
 
 
-def session_header(index: int) -> str:
-    """Header line opening one session in a transcript view.
-
-    >>> session_header(3)
-    '[session 3]'
-    """
-    return f"[session {index}]"
+#: The header text is prompt text, so it lives in ``clerk.prompts``; re-exported for the views.
+session_header = prompts.session_header
 
 
 def session_lines(session: dict) -> list[str]:
