@@ -20,13 +20,7 @@ TINY = dict(vocab_size=1000, hidden=64, layers=2, heads=4, intermediate=128, see
 SMOLLM2_DIR = Path(__file__).resolve().parents[1] / "resources" / "models" / "smollm2-135m"
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """One torch thread: the box is shared, and OpenMP spinning on 2 busy cores is many times slower."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

@@ -78,13 +78,7 @@ def _make_model(vocab_size: int, attn: str = "sdpa"):
     return LlamaForCausalLM(config).eval()
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    """Run torch on one thread: for a tiny model, thread sync on a shared 2-core box costs ~30x."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

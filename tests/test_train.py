@@ -30,13 +30,7 @@ RUN = dict(seed=3, max_steps=30, batch_size=2, max_length=512, lr=3e-3, lora_r=4
            lora_targets=("q_proj", "v_proj"), save_steps=10, logging_steps=1, bf16="off", device="cpu", threads=1)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """One torch thread: deterministic reductions, and fast on a shared 2-core box."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def sft_rows(timelines: list[dict]) -> list[dict]:
