@@ -438,6 +438,9 @@ def run_evaluate(args: Any, registry: Registry = MEMORY_REGISTRY) -> None:
         UserError: bad arguments or timelines (see :func:`make_systems`, :class:`EvalConfig`).
     """
     start = time.perf_counter()
+    from clerk.models import set_torch_threads
+
+    set_torch_threads(args.threads)
     cfg = EvalConfig(window_k=args.window_k, rag_k=args.rag_k, max_new_tokens=args.max_new_tokens,
                      batch_size=args.batch_size, reader=args.reader, baseline_reader=args.baseline_reader,
                      max_read_tokens=args.max_read_tokens, add_only_budget=args.add_only_budget,
@@ -559,6 +562,8 @@ def register_cli(sub: Any) -> None:
                    help="model reading full/window/rag/add-only/null (default: base)")
     p.add_argument("--dtype", choices=DTYPES, default=d.dtype,
                    help="inference dtype of readers and writers; auto = bf16 on CUDA, fp32 on CPU (default: auto)")
+    p.add_argument("--threads", type=int, default=0, metavar="N",
+                   help="torch CPU threads; 0 = torch's default (default: 0)")
     p.set_defaults(func=run_evaluate)
 
     p = sub.add_parser(

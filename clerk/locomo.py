@@ -1153,7 +1153,10 @@ def main_locomo(args: argparse.Namespace) -> None:
     from clerk import __version__
     from clerk.evaluate import make_systems, validate_record
 
+    from clerk.models import set_torch_threads
+
     start = time.perf_counter()
+    set_torch_threads(args.threads)
     cfg = LocomoConfig(
         path=args.data, download=args.download, max_questions=args.max_questions,
         seed=args.seed, mc_seed=args.mc_seed, systems=tuple(args.systems),
@@ -1547,6 +1550,7 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, metavar="S", help="subset seed (the workflow's {seed}); default: 0")
     p.add_argument("--mc-seed", type=int, default=0, metavar="S",
                    help="seed of the distractors built for locomo10.json (unused for Percena's file); default: 0")
+    p.add_argument("--threads", type=int, default=0, metavar="N", help="torch CPU threads; 0 = torch's default")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=main_locomo)
 

@@ -51,6 +51,20 @@ def loaded(scratch):
     return model, tokenizer
 
 
+class TestGpuVisible:
+    def test_hidden_by_cuda_visible_devices(self, monkeypatch):
+        """An empty or -1 CUDA_VISIBLE_DEVICES hides every GPU, whatever the driver lists."""
+        for value in ("", "-1"):
+            monkeypatch.setenv("CUDA_VISIBLE_DEVICES", value)
+            assert models.nvidia_gpu_visible() is False
+
+    def test_agrees_with_torch(self, monkeypatch):
+        """Without the override it agrees with torch on this machine (the scheduling claim matches
+        the device the job will pick)."""
+        monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+        assert models.nvidia_gpu_visible() == (models.pick_device() == "cuda")
+
+
 class TestModelSpec:
     def test_unknown_kind(self):
         """An unknown kind names the allowed kinds and the value received."""

@@ -208,6 +208,35 @@ class TestRunTraining:
 
 
 class TestHelpers:
+    @pytest.mark.parametrize("num_items", [None, 7])
+    def test_supervised_lm_loss_equals_full_logits_loss(self, num_items):
+        """Running the LM head only at supervised positions gives the model's own full-logits loss
+        (same sum over supervised next tokens, same normalisation), and the same gradients."""
+        from transformers import LlamaConfig, LlamaForCausalLM
+
+        torch.manual_seed(0)
+        model = LlamaForCausalLM(LlamaConfig(vocab_size=97, hidden_size=32, intermediate_size=64,
+                                             num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2))
+        input_ids = torch.randint(0, 97, (3, 11))
+        attention_mask = torch.ones_like(input_ids)
+        attention_mask[2, 8:] = 0  # a right-padded row
+        labels = input_ids.clone()
+        labels[:, :6] = -100  # prompt
+        labels[2, 8:] = -100  # padding
+        labels[1, :] = -100  # a row without supervision
+        inputs = {"input_ids": input_ids, "attention_mask": attention_mask, "labels": labels}
+        extra = {} if num_items is None else {"num_items_in_batch": torch.tensor(num_items)}
+        reference = model(**inputs, **extra).loss
+        reference.backward()
+        grads = [p.grad.clone() for p in model.parameters()]
+        model.zero_grad()
+        loss = train.supervised_lm_loss(model, inputs, None if num_items is None else torch.tensor(num_items))
+        loss.backward()
+        assert loss.item() == pytest.approx(reference.item(), rel=1e-5)
+        for got, want in zip((p.grad for p in model.parameters()), grads):
+            torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-6)
+        assert "labels" in inputs  # the caller's batch is not modified
+
     def test_truncate_log(self, tmp_path):
         """Rows after the checkpoint step are dropped and the clock continues from the last kept row."""
         path = tmp_path / "train_log.csv"

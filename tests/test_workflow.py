@@ -79,12 +79,17 @@ class TestDryRuns:
         assert jobs["generate"] == 12 and jobs["evaluate"] == 6
 
     def test_paper_profile_dag_is_valid_with_gpu_on_train(self, tmp_path):
-        """The paper profile builds a DAG with train and evaluate jobs declaring gpu=1."""
+        """The paper profile builds a DAG; train and evaluate claim the GPU exactly when one is
+        visible, and reserve one core each when the cores allow no more."""
+        from clerk.models import nvidia_gpu_visible
+
         proc = _snakemake(ROOT, "-n", "--cores", "1", "--configfile", "config/paper.yaml", "--forceall")
         out = proc.stdout + proc.stderr
         assert proc.returncode == 0, out[-3000:]
-        train_block = out.split("rule train:")[1].split("\n\n")[0]
-        assert "gpu=1" in train_block
+        for rule in ("train", "evaluate"):
+            block = out.split(f"rule {rule}:")[1].split("\n\n")[0]
+            assert f"gpu={int(nvidia_gpu_visible())}" in block, block
+            assert "--threads 1" in block, block  # torch runs one thread per model job
         assert "Qwen/Qwen2.5-0.5B-Instruct" in out
 
     def test_table1_target_lists_only_its_ancestors(self):

@@ -1,7 +1,11 @@
 # Shared wiring: config validation, wildcard constraints, input functions and the final targets.
+import os
 from pathlib import Path
 
+from snakemake.exceptions import WorkflowError
+
 from clerk.config import validate_config
+from clerk.models import nvidia_gpu_visible
 
 validate_config(config, workflow.source_path("../schemas/config.schema.yaml"))
 
@@ -10,6 +14,28 @@ SEEDS = [str(seed) for seed in config["seeds"]]
 SPLITS = ["train", "test", "test_ood", "long"]
 EVAL_SPLITS = ["test", "test_ood"]
 MODEL_DIR = f"resources/models/{config['model']['name']}"
+# Model jobs (train, evaluate, locomo) run torch with one thread, on a GPU when one is visible.
+# On a GPU they claim `gpu=1`, so `--resources gpu=1` serialises them. On a CPU-only machine they
+# claim no GPU and instead reserve `--cores` / CPUs cores each, so that at most one runs per CPU
+# (on this 2-core box two 1-thread jobs side by side do ~1.25x the work of one 2-thread job, and
+# a third would only add memory). Lightweight rules fill the gaps.
+GPU_CLAIM = 1 if nvidia_gpu_visible() else 0
+CPUS = len(os.sched_getaffinity(0))
+
+
+def model_job_threads():
+    """Cores a model job reserves (see above); 1 when Snakemake runs without --cores (a
+    summary or listing call, which runs no job)."""
+    if GPU_CLAIM:
+        return 1
+    try:
+        cores = workflow.cores
+    except WorkflowError:
+        return 1
+    return max(1, cores // CPUS)
+
+
+MODEL_JOB_THREADS = model_job_threads()
 
 
 def code(*modules):
@@ -80,6 +106,7 @@ def train_args(wildcards):
     if spec.get("modules_to_save"):
         args.append(f"--modules-to-save {','.join(spec['modules_to_save'])}")
     args.append(f"--bf16 {spec['bf16']} --save-steps {spec['save_steps']}")
+    args.append("--eval" if spec["validation_loss"] else "--no-eval")
     return " ".join(args)
 
 

@@ -18,8 +18,9 @@ rule evaluate:
         "benchmarks/runs/evaluate/{seed}_{split}.tsv"
     conda:
         "../../environment.yml"
+    threads: MODEL_JOB_THREADS
     resources:
-        gpu=1,
+        gpu=GPU_CLAIM,
     params:
         outdir=lambda wc, output: Path(output.metrics).parent,
         systems=lambda wc: " ".join(config["evaluate"]["systems"]),
@@ -35,7 +36,7 @@ rule evaluate:
         " --rag-k {params.rag_k} --max-new-tokens {params.max_new_tokens}"
         " --batch-size {params.batch_size} --baseline-reader {params.baseline_reader}"
         " --dtype {params.dtype}"
-        " --quiet --out {params.outdir} > {log} 2>&1"
+        " --threads 1 --quiet --out {params.outdir} > {log} 2>&1"
 
 
 rule read_cost:

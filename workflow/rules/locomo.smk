@@ -24,8 +24,9 @@ rule locomo:
         "benchmarks/runs/locomo/{seed}.tsv"
     conda:
         "../../environment.yml"
+    threads: MODEL_JOB_THREADS
     resources:
-        gpu=1,
+        gpu=GPU_CLAIM,
     params:
         outdir=lambda wc, output: Path(output.metrics).parent,
         args=locomo_args,
@@ -40,7 +41,7 @@ rule locomo:
         "clerk locomo {params.args} --model {input.model} --systems {params.systems}"
         " --max-questions {params.max_questions} --seed {wildcards.seed} --budget {params.budget}"
         " --max-new-tokens {params.max_new_tokens} --batch-size {params.batch_size}"
-        " --baseline-reader {params.baseline_reader} --dtype {params.dtype} --quiet"
+        " --baseline-reader {params.baseline_reader} --dtype {params.dtype} --threads 1 --quiet"
         " --out {params.outdir} > {log} 2>&1"
 
 

@@ -34,10 +34,11 @@ rule train:
         "benchmarks/runs/train/{seed}.tsv"
     conda:
         "../../environment.yml"
+    threads: MODEL_JOB_THREADS
     resources:
-        gpu=1,
+        gpu=GPU_CLAIM,
     params:
         args=train_args,
     shell:
         "clerk train --sft {input.sft} --model {input.model} --seed {wildcards.seed}"
-        " {params.args} --out {output.adapter} > {log} 2>&1"
+        " {params.args} --threads 1 --out {output.adapter} > {log} 2>&1"
