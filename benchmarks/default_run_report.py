@@ -19,12 +19,14 @@ from pathlib import Path
 
 
 def _train_rows(run: Path) -> list[str]:
+    """Steps, tokens and seconds from each adapter's metrics.json; the loss of the last logged step."""
     rows = []
-    for log in sorted(run.glob("results/train/*/train_log.csv")):
-        last = list(csv.DictReader(log.open()))[-1]
-        tokens, seconds = float(last["tokens_seen"]), float(last["seconds"])
-        rows.append(f"| {log.parent.name} | {last['step']} | {int(tokens)} | {seconds:.0f} | "
-                    f"{tokens / seconds:.0f} | {float(last['loss']):.3f} |")
+    for path in sorted(run.glob("results/train/*/metrics.json")):
+        metrics = json.loads(path.read_text())
+        tokens, seconds = metrics["tokens_seen"], metrics["seconds_this_run"]
+        last = list(csv.DictReader((path.parent / "train_log.csv").open()))[-1]
+        rows.append(f"| {path.parent.name} | {metrics['steps']} | {tokens} | {seconds:.0f} | "
+                    f"{tokens / seconds:.0f} | {float(last['loss']):.3f} (step {last['step']}) |")
     return rows
 
 
@@ -66,7 +68,7 @@ def main() -> None:
         "",
         "## Training throughput (LoRA SFT, bf16 autocast on CPU)",
         "",
-        "| seed | steps | tokens seen | seconds | tokens/s | final loss |",
+        "| seed | steps | tokens seen | seconds | tokens/s | last logged loss |",
         "| --- | ---: | ---: | ---: | ---: | ---: |",
         *_train_rows(run),
         "",

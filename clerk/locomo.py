@@ -1444,12 +1444,9 @@ def _torch_threads() -> int:
 
 def main_bench(args: argparse.Namespace) -> None:
     """``clerk bench-locomo-prefix``: print prefill tokens and seconds per question with and without reuse."""
-    if args.threads < 0:
-        raise UserError(f"--threads: expected an integer >= 0, got {args.threads}")
-    if args.threads:
-        import torch
+    from clerk.models import set_torch_threads
 
-        torch.set_num_threads(args.threads)
+    set_torch_threads(args.threads)
     r = bench_prefix(args.data, args.model, conversation=args.conversation, tile=args.tile,
                      max_read_tokens=args.max_read_tokens, mc_seed=args.mc_seed, dtype=args.dtype)
     print(f"conversation {r['conversation']}: {r['sessions']} sessions (tile {r['tile']}), {r['questions']} questions, "
