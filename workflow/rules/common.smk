@@ -39,8 +39,18 @@ MODEL_JOB_THREADS = model_job_threads()
 
 
 def code(*modules):
-    """Library files a job runs; declared as inputs so that a code change reruns the job."""
-    return [f"clerk/{name}.py" for name in ("ledger", "cli", *modules)]
+    """Library files a job runs; declared as inputs so that a code change reruns the job.
+
+    A name is a module (``clerk/<name>.py``) or a package (every ``clerk/<name>/*.py``).
+    """
+    files = []
+    for name in ("ledger", "cli", *modules):
+        package = Path("clerk") / name
+        if package.is_dir():
+            files += sorted(str(path) for path in package.glob("*.py"))
+        else:
+            files.append(f"clerk/{name}.py")
+    return files
 
 
 def get_memory_code(wildcards):
