@@ -20,7 +20,7 @@ from clerk.errors import UserError
 # Order is the order verbs appear in ``clerk --help``: the pipeline order.
 _MODULES = (
     "clerk.generator",
-    "clerk.streams",
+    "clerk.streams.cli",
     "clerk.sft",
     "clerk.models",
     "clerk.train",

@@ -315,7 +315,7 @@ def eviction_tables(paths: list[str], default_capacity: int, default_noise: int)
 def eviction_markdown(agg) -> str:
     """Recall hit rate (mean ± half-interval) per policy and noise rate, one column per capacity,
     plus noise occupancy at the default capacity."""
-    from clerk.streams import POLICIES
+    from clerk.streams.engines import POLICIES
 
     default = agg[agg["setting"] == "default"].iloc[0]
     capacities = sorted(set(int(c) for c in agg["capacity"]))
@@ -696,7 +696,7 @@ def figure_eviction(table_csv: str, out: str, noise: int | None = None) -> tuple
     """
     import seaborn as sns
 
-    from clerk.streams import POLICIES
+    from clerk.streams.engines import POLICIES
 
     df = _read_csv(table_csv, "--inputs", ("policy", "capacity", "noise_per_turn", "setting",
                                             "recall_hit_rate_mean", "recall_hit_rate_ci_low",

@@ -1,4 +1,4 @@
-"""Tests for clerk.streams: stream generation, eviction engines, replay metrics, the study, the CLI.
+"""Tests for clerk.streams (package): stream generation, eviction engines, replay metrics, the study, the CLI.
 
     python -m pytest tests/test_streams.py -q -x
 """
@@ -16,26 +16,21 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import clerk.streams as streams
 from clerk.cli import main as clerk_main
 from clerk.errors import UserError
 from clerk.ledger import dumps, salience_key
-from clerk.streams import (
+from clerk.streams import cli as streams_cli
+from clerk.streams import engines, generation, study
+from clerk.streams.engines import POLICIES, DecayEngine, Engine, SalienceEngine, get_policy, register_policy
+from clerk.streams.generation import (
     BASE_OFFSETS,
-    POLICIES,
-    DecayEngine,
-    Engine,
-    SalienceEngine,
     StreamConfig,
-    eviction_study,
-    get_policy,
+    load_stream,
     make_stream,
-    register_policy,
-    replay,
-    rows_to_csv,
     schedule_recalls,
     validate_stream,
 )
+from clerk.streams.study import CSV_FIELDS, eviction_study, replay, rows_to_csv
 
 ALL_POLICIES = ["decay", "fifo", "lfu", "lru", "random", "salience", "unbounded"]
 
@@ -62,9 +57,9 @@ def recall_turns(stream: dict) -> dict[str, list[int]]:
 
 class TestDoctests:
     def test_module_doctests_pass(self):
-        """Every >>> example in clerk.streams runs and gives the shown output."""
-        result = doctest.testmod(streams)
-        assert result.attempted >= 8 and result.failed == 0
+        """Every >>> example in the clerk.streams modules runs and gives the shown output."""
+        results = [doctest.testmod(module) for module in (generation, engines, study, streams_cli)]
+        assert sum(r.attempted for r in results) >= 8 and sum(r.failed for r in results) == 0
 
 
 class TestStreamConfig:
@@ -414,7 +409,7 @@ class TestEvictionStudy:
         rows = eviction_study(streams_, ["lru", "salience"], [16, 8], [3, 1])
         keys = [(r["seed"], r["policy"], r["capacity"], r["noise_per_turn"]) for r in rows]
         assert keys == sorted(keys) and len(set(keys)) == 2 * 2 * 2 * 2 == len(rows)
-        assert set(rows[0]) == set(streams.CSV_FIELDS)
+        assert set(rows[0]) == set(CSV_FIELDS)
 
     def test_deterministic_csv(self):
         """Running the study twice gives byte-identical CSV text."""
@@ -458,7 +453,7 @@ class TestCLI:
                     "--noise", "2", "--out", str(out)])
         expected = make_stream(42, length=60, num_foundational=5, recalls_per_foundational=3, noise_per_turn=2)
         assert out.read_text(encoding="utf-8") == dumps(expected) + "\n"
-        assert streams.load_stream(out) == expected
+        assert load_stream(out) == expected
 
     def test_eviction_study_round_trip(self, tmp_path, capsys):
         """`clerk eviction-study` writes the study CSV and prints a per-policy table."""

@@ -24,7 +24,9 @@ from clerk.evaluate import validate_record
 from clerk.generator import generate, write_timelines
 from clerk.provenance import build_numbers, expand_spec
 from clerk.report import render_paper, template_literal_digits, write_csv
-from clerk.streams import POLICIES, eviction_study, make_stream, rows_to_csv
+from clerk.streams.engines import POLICIES
+from clerk.streams.generation import make_stream
+from clerk.streams.study import eviction_study, rows_to_csv
 from clerk.tables import (
     benchmarks_table,
     eviction_tables,
