@@ -19,7 +19,7 @@ from clerk.errors import UserError
 
 # Order is the order verbs appear in ``clerk --help``: the pipeline order.
 _MODULES = (
-    "clerk.generator",
+    "clerk.generator.cli",
     "clerk.streams.cli",
     "clerk.sft",
     "clerk.models",

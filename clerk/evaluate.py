@@ -164,7 +164,7 @@ def _mean(values: list[float]) -> float | None:
 def is_stale_error(timeline: dict, index: int, question: dict, chosen: int) -> bool:
     """The chosen option is a stale value (``generator.stale_answers``): an earlier value of a
     superseded fact, or any value of a retracted fact answered as if still true."""
-    from clerk.generator import stale_answers
+    from clerk.generator.questions import stale_answers
 
     if not 0 <= chosen < len(question["options"]):
         return False
@@ -421,7 +421,7 @@ def _write_jsonl(path: Path, kind: str, rows: list[dict]) -> None:
 
 def load_timelines_file(path: str) -> list[dict]:
     """Timelines via ``clerk.generator.load_timelines``, with input errors as UserError."""
-    from clerk.generator import load_timelines
+    from clerk.generator.files import load_timelines
 
     if not Path(path).is_file():
         raise UserError(f"--timelines must be an existing timelines file (JSON lines), got {path!r}")

@@ -356,7 +356,7 @@ def write_sft(dataset_dict, out: str | Path, stats: dict[str, Any]) -> None:
 
 def main(args: Any) -> None:
     """``clerk build-sft``: read timelines, build the dataset, save it and its stats."""
-    from clerk.generator import load_timelines
+    from clerk.generator.files import load_timelines
 
     config = SFTDataConfig(seed=args.seed, answer_ratio=args.answer_ratio, val_fraction=args.val_fraction)
     timelines = load_timelines(args.timelines)

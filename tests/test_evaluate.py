@@ -16,7 +16,8 @@ import clerk.evaluate as evaluate_module
 from clerk import cli
 from clerk import ledger as L
 from clerk.evaluate import SCHEMAS, evaluate, validate_record
-from clerk.generator import generate, write_timelines
+from clerk.generator.files import write_timelines
+from clerk.generator.timelines import generate
 from clerk.memory import MEMORY_REGISTRY, EvalConfig, LedgerSystem, Proposal, Registry, Runtime
 
 ALL = ["clerk", "oracle", "prompted-ledger", "full", "window", "rag", "add-only", "null"]
@@ -146,7 +147,7 @@ class TestEvaluateEndToEnd:
 
     def test_predictions_deterministic(self, full_run, workdir):
         """Re-running two systems in process reproduces their prediction rows exactly."""
-        from clerk.generator import load_timelines
+        from clerk.generator.files import load_timelines
 
         rt = Runtime(EvalConfig(max_read_tokens=200), model_dir=str(workdir / "model"))
         preds, _, _ = evaluate(load_timelines(workdir / "test.jsonl"), ["rag", "full"], rt, progress=False)

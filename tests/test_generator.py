@@ -1,4 +1,4 @@
-"""Tests for clerk/generator.py: catalogue, timelines, gold programs, questions, CLI (SPEC §2).
+"""Tests for clerk/generator/: catalogue, timelines, gold programs, questions, CLI (SPEC §2).
 
     python -m pytest tests/test_generator.py -q -x
 """
@@ -15,7 +15,14 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clerk import generator as G
+from clerk.generator import catalogue, cli, config, files, gold, questions
+from clerk.generator import timelines as timelines_module
+from clerk.generator.catalogue import load_catalogue
+from clerk.generator.config import NAME_LIST
+from clerk.generator.files import load_timelines, timeline_stats, write_timelines
+from clerk.generator.gold import gold_program
+from clerk.generator.questions import QUESTION_TYPES, question_is_temporal, reference_answer, stale_answers
+from clerk.generator.timelines import generate
 from clerk import ledger as L
 from clerk import prompts
 from clerk.cli import main as cli_main
@@ -29,7 +36,7 @@ CASES = [(seed, split) for seed in SEEDS for split in SIZES]
 @pytest.fixture(scope="module")
 def timelines() -> dict[tuple[int, str], list[dict]]:
     """Every (seed, split) at default sizes, generated once per module."""
-    return {(seed, split): G.generate(seed, split, *SIZES[split]) for seed, split in CASES}
+    return {(seed, split): generate(seed, split, *SIZES[split]) for seed, split in CASES}
 
 
 def _sha(path: Path) -> str:
@@ -38,7 +45,7 @@ def _sha(path: Path) -> str:
 
 def _file_bytes(tmp_path: Path, tls: list[dict], name: str) -> bytes:
     out = tmp_path / name
-    G.write_timelines(out, tls)
+    write_timelines(out, tls)
     return out.read_bytes()
 
 
@@ -86,7 +93,7 @@ def _tiny_catalogue() -> dict:
 class TestCatalogue:
     def test_builtin_sizes(self):
         """The built-in catalogue has >= 24 predicates with >= 6 values and >= 3 phrasings per op."""
-        cat = G.load_catalogue(split="train")
+        cat = load_catalogue(split="train")
         assert len(cat.predicates) >= 24
         for pred in cat.predicates:
             assert re.fullmatch(r"[a-z][a-z0-9_]*", pred.key)
@@ -98,7 +105,7 @@ class TestCatalogue:
 
     def test_ood_same_predicates_disjoint_templates(self):
         """ood.yaml covers the same predicates and shares no template string with catalogue.yaml."""
-        cat, ood = G.load_catalogue(split="test"), G.load_catalogue(split="test_ood")
+        cat, ood = load_catalogue(split="test"), load_catalogue(split="test_ood")
         assert [p.key for p in ood.predicates] == [p.key for p in cat.predicates]
         shared = set(cat.templates()) & set(ood.templates())
         assert shared == set()
@@ -106,18 +113,18 @@ class TestCatalogue:
 
     def test_names_disjoint(self):
         """Train and test name lists are disjoint, >= 60 each, and no value is a persona name."""
-        cat = G.load_catalogue(split="train")
+        cat = load_catalogue(split="train")
         train, test = cat.names["train"], cat.names["test"]
         assert len(train) >= 60 and len(test) >= 60
         assert set(train).isdisjoint(test)
         values = {v for p in cat.predicates for v in p.values}
         assert values.isdisjoint(train) and values.isdisjoint(test)
-        assert G.load_catalogue(split="test_ood").names == cat.names
+        assert load_catalogue(split="test_ood").names == cat.names
 
     def test_small_talk_states_no_value(self):
         """Chatter, greetings and acknowledgements never mention a catalogue value."""
         for split in ("train", "test_ood"):
-            cat = G.load_catalogue(split=split)
+            cat = load_catalogue(split=split)
             lines = [*cat.chatter, *cat.acknowledgements, *cat.welcomes, *cat.greetings]
             for value in (v for p in cat.predicates for v in p.values):
                 pattern = re.compile(rf"\b{re.escape(value)}\b", re.IGNORECASE)
@@ -126,7 +133,7 @@ class TestCatalogue:
     def test_templates_render(self):
         """Every template formats with its placeholders and leaves no brace behind."""
         for split in ("train", "test_ood"):
-            for pred in G.load_catalogue(split=split).predicates:
+            for pred in load_catalogue(split=split).predicates:
                 for line in [*pred.add, *pred.update, *pred.tombstone, *pred.current, *pred.temporal]:
                     text = line.format(value=pred.values[0], old=pred.values[1], name="Ari")
                     assert "{" not in text and "}" not in text
@@ -137,7 +144,7 @@ class TestCatalogue:
         del data["predicates"][1]["tombstone"]
         path = _write_yaml(tmp_path / "bad.yaml", data)
         with pytest.raises(UserError) as err:
-            G.load_catalogue(path)
+            load_catalogue(path)
         assert str(err.value) == f"phrasings file {path}: predicates[1] (drink) is missing key 'tombstone'"
 
     def test_missing_top_key(self, tmp_path):
@@ -146,7 +153,7 @@ class TestCatalogue:
         del data["chatter"]
         path = _write_yaml(tmp_path / "bad.yaml", data)
         with pytest.raises(UserError, match=r"is missing key 'chatter'$"):
-            G.load_catalogue(path)
+            load_catalogue(path)
 
     def test_bad_placeholder(self, tmp_path):
         """An unknown placeholder is rejected, naming it and the allowed ones."""
@@ -154,7 +161,7 @@ class TestCatalogue:
         data["predicates"][0]["add"] = ["My colour is {colour}."]
         path = _write_yaml(tmp_path / "bad.yaml", data)
         with pytest.raises(UserError) as err:
-            G.load_catalogue(path)
+            load_catalogue(path)
         assert str(err.value) == (f"phrasings file {path}: predicates[0] (colour): key 'add' template "
                                   "'My colour is {colour}.' uses placeholder {colour}; allowed: {value}")
 
@@ -164,16 +171,16 @@ class TestCatalogue:
         data["predicates"][2]["current"] = ["What sport?"]
         path = _write_yaml(tmp_path / "bad.yaml", data)
         with pytest.raises(UserError, match=r"key 'current' template 'What sport\?' must contain \{name\}"):
-            G.load_catalogue(path)
+            load_catalogue(path)
 
     def test_invalid_yaml_and_missing_file(self, tmp_path):
         """Unparseable YAML and a missing file are user errors."""
         bad = tmp_path / "bad.yaml"
         bad.write_text("predicates: [unclosed\n", encoding="utf-8")
         with pytest.raises(UserError, match="not valid YAML"):
-            G.load_catalogue(bad)
+            load_catalogue(bad)
         with pytest.raises(UserError, match="cannot read it"):
-            G.load_catalogue(tmp_path / "absent.yaml")
+            load_catalogue(tmp_path / "absent.yaml")
 
     def test_overlapping_names(self, tmp_path):
         """Name lists given in a user file must be disjoint."""
@@ -181,14 +188,14 @@ class TestCatalogue:
         data["names"] = {"train": ["Ann", "Bob"], "test": ["Bob", "Cy"]}
         path = _write_yaml(tmp_path / "bad.yaml", data)
         with pytest.raises(UserError, match=r"train and test must be disjoint, both contain \['Bob'\]"):
-            G.load_catalogue(path)
+            load_catalogue(path)
 
 
 class TestGenerate:
     def test_same_args_same_bytes(self, timelines, tmp_path):
         """Regenerating with the same arguments gives byte-identical files."""
         for seed, split in [(137, "train"), (991, "test_ood")]:
-            again = G.generate(seed, split, *SIZES[split])
+            again = generate(seed, split, *SIZES[split])
             assert _file_bytes(tmp_path, again, "a.jsonl") == _file_bytes(tmp_path, timelines[seed, split], "b.jsonl")
 
     def test_different_seeds_and_splits_differ(self, timelines, tmp_path):
@@ -213,15 +220,15 @@ class TestGenerate:
 
     def test_names_by_split(self, timelines):
         """Train personas use train names, test and test_ood personas use test names, all unique."""
-        cat = G.load_catalogue(split="train")
+        cat = load_catalogue(split="train")
         for (seed, split), tls in timelines.items():
             names = [tl["name"] for tl in tls]
             assert len(set(names)) == len(names)
-            assert set(names) <= set(cat.names[G.NAME_LIST[split]])
+            assert set(names) <= set(cat.names[NAME_LIST[split]])
 
     def test_ood_uses_ood_phrasings(self, timelines):
         """test_ood transcripts use only ood.yaml lines; test transcripts use none of them."""
-        ood_lines = G.load_catalogue(split="test_ood").acknowledgements
+        ood_lines = load_catalogue(split="test_ood").acknowledgements
         for (seed, split), tls in timelines.items():
             acks = {t["content"] for tl in tls for s in tl["sessions"] for t in s["turns"][3::2]}
             assert (acks <= set(ood_lines)) == (split == "test_ood")
@@ -283,7 +290,7 @@ class TestGenerate:
     def test_gold_ops_follow_events(self, timelines):
         """Gold ops mirror the events in order; EVICT only precedes an ADD on a full ledger."""
         for tl, s in _sessions(timelines):
-            assert s["gold_ops"] == G.gold_program(s["ledger_before"], s["events"], tl["name"], s["index"])
+            assert s["gold_ops"] == gold_program(s["ledger_before"], s["events"], tl["name"], s["index"])
             work = s["ledger_before"]
             for pos, op in enumerate(s["gold_ops"]):
                 if op["op"] == "EVICT":
@@ -320,7 +327,7 @@ class TestGenerate:
         for tl, s in _sessions(timelines):
             for q in s["questions"]:
                 total += 1
-                got = G.reference_answer(s["ledger_before"], tl["name"], q["pred"], G.question_is_temporal(q))
+                got = reference_answer(s["ledger_before"], tl["name"], q["pred"], question_is_temporal(q))
                 assert got == q["answer"], (tl["name"], s["index"], q)
         assert total > 5000
 
@@ -349,9 +356,9 @@ class TestGenerate:
                     stale = {"superseded": h[-2:-1], "negated": h[-1:],
                              "temporal": h[-1:] if active else h[-2:-1]}.get(q["type"], [])
                     assert set(stale) <= set(q["options"])
-                    assert q["answer"] not in G.stale_answers(tl, s["index"], q)
+                    assert q["answer"] not in stale_answers(tl, s["index"], q)
                     if q["type"] in ("superseded", "negated"):
-                        assert set(stale) <= set(G.stale_answers(tl, s["index"], q))
+                        assert set(stale) <= set(stale_answers(tl, s["index"], q))
 
     def test_questions_target_memory_only(self, timelines):
         """No question is about a predicate its own session touches, or about an evicted fact."""
@@ -385,7 +392,7 @@ class TestGenerate:
     def test_eviction_pressure(self, timelines):
         """Most personas evict at budget 12 and some facts are updated more than once."""
         for (seed, split), tls in timelines.items():
-            stats = G.timeline_stats(tls)
+            stats = timeline_stats(tls)
             print(f"seed={seed} split={split} share_with_evict={stats['share_personas_with_evict']}"
                   f" multi_update={stats['facts_updated_more_than_once']}")
             assert stats["share_personas_with_evict"] > 0.5
@@ -394,45 +401,45 @@ class TestGenerate:
     def test_every_question_type(self, timelines):
         """Every question type occurs at least 5 % of the time in every file."""
         for tls in timelines.values():
-            counts = G.timeline_stats(tls)["questions"]
+            counts = timeline_stats(tls)["questions"]
             total = sum(counts.values())
-            assert all(counts[t] >= 0.05 * total for t in G.QUESTION_TYPES), counts
+            assert all(counts[t] >= 0.05 * total for t in QUESTION_TYPES), counts
 
     def test_long_timelines(self):
         """50-session timelines run out of new predicates gracefully and stay consistent."""
-        tls = G.generate(7, "test", personas=3, sessions=50)
+        tls = generate(7, "test", personas=3, sessions=50)
         for tl in tls:
             assert len({e["pred"] for s in tl["sessions"] for e in s["events"]}) == 28
             for s in tl["sessions"]:
                 after, _ = L.reduce(s["ledger_before"], s["gold_ops"], now=s["index"])
                 assert after == s["ledger_after"]
                 for q in s["questions"]:
-                    assert G.reference_answer(s["ledger_before"], tl["name"], q["pred"],
-                                              G.question_is_temporal(q)) == q["answer"]
+                    assert reference_answer(s["ledger_before"], tl["name"], q["pred"],
+                                              question_is_temporal(q)) == q["answer"]
 
     def test_more_personas_than_names(self):
         """Past the end of the name list, names get a numeric suffix and stay unique."""
-        tls = G.generate(1, "test", personas=75, sessions=2)
+        tls = generate(1, "test", personas=75, sessions=2)
         names = [tl["name"] for tl in tls]
         assert len(set(names)) == 75
         assert sum(name.endswith("-2") for name in names) == 75 - 70
 
     def test_budget_one(self):
         """A one-slot ledger still yields strict gold programs."""
-        for tl in G.generate(3, "train", personas=5, sessions=6, budget=1):
+        for tl in generate(3, "train", personas=5, sessions=6, budget=1):
             for s in tl["sessions"]:
                 assert L.reduce(s["ledger_before"], s["gold_ops"], now=s["index"])[0] == s["ledger_after"]
 
     def test_bad_arguments(self):
         """Bad split, budget, sessions and init facts raise UserError naming the field."""
         with pytest.raises(UserError, match=r"^split must be one of train, test, test_ood, got 'dev'$"):
-            G.generate(1, "dev")
+            generate(1, "dev")
         with pytest.raises(UserError, match=r"^budget must be an int >= 1, got 0$"):
-            G.generate(1, "train", budget=0)
+            generate(1, "train", budget=0)
         with pytest.raises(UserError, match=r"^sessions must be an int >= 2, got 1$"):
-            G.generate(1, "train", sessions=1)
+            generate(1, "train", sessions=1)
         with pytest.raises(UserError, match=r"^n_init must be <= the number of predicates \(28\), got 29$"):
-            G.generate(1, "train", personas=1, n_init=29)
+            generate(1, "train", personas=1, n_init=29)
 
 
 class TestGoldProgram:
@@ -446,7 +453,7 @@ class TestGoldProgram:
     def test_add_on_full_ledger_evicts(self):
         """An ADD on a full ledger first evicts the least salient slot."""
         events = [{"kind": "ADD", "pred": "car", "value": "Kia"}]
-        assert G.gold_program(self._full(), events, "A", 1) == [
+        assert gold_program(self._full(), events, "A", 1) == [
             {"op": "EVICT", "i": 1}, {"op": "ADD", "s": "A", "p": "car", "o": "Kia"}]
 
     def test_update_of_evicted_becomes_add_and_tombstone_dropped(self):
@@ -455,7 +462,7 @@ class TestGoldProgram:
                   {"kind": "UPDATE", "pred": "pet", "value": "dog"},
                   {"kind": "TOMBSTONE", "pred": "car", "value": "Kia"},
                   {"kind": "UPDATE", "pred": "job", "value": "baker"}]
-        program = G.gold_program(self._full(), events, "A", 1)
+        program = gold_program(self._full(), events, "A", 1)
         # car evicts pet (uses 0); re-adding pet evicts car (uses 0 < job's 1), so car's
         # TOMBSTONE is dropped; job still has its slot and is updated in place.
         assert program == [{"op": "EVICT", "i": 1}, {"op": "ADD", "s": "A", "p": "car", "o": "Kia"},
@@ -472,13 +479,13 @@ class TestReferenceAnswer:
         fresh = [dict(self.SLOT)]
         updated = [dict(self.SLOT, prev="nurse")]
         dead = [dict(self.SLOT, prev="nurse", v=0)]
-        assert G.reference_answer(fresh, "A", "pet") == prompts.UNKNOWN_ANSWER
-        assert G.reference_answer(fresh, "B", "job") == prompts.UNKNOWN_ANSWER
-        assert G.reference_answer(fresh, "A", "job") == "chef"
-        assert G.reference_answer(fresh, "A", "job", temporal=True) == prompts.UNKNOWN_ANSWER
-        assert G.reference_answer(updated, "A", "job", temporal=True) == "nurse"
-        assert G.reference_answer(dead, "A", "job") == prompts.NEGATED_ANSWER
-        assert G.reference_answer(dead, "A", "job", temporal=True) == "chef"
+        assert reference_answer(fresh, "A", "pet") == prompts.UNKNOWN_ANSWER
+        assert reference_answer(fresh, "B", "job") == prompts.UNKNOWN_ANSWER
+        assert reference_answer(fresh, "A", "job") == "chef"
+        assert reference_answer(fresh, "A", "job", temporal=True) == prompts.UNKNOWN_ANSWER
+        assert reference_answer(updated, "A", "job", temporal=True) == "nurse"
+        assert reference_answer(dead, "A", "job") == prompts.NEGATED_ANSWER
+        assert reference_answer(dead, "A", "job", temporal=True) == "chef"
 
 
 class TestFiles:
@@ -486,8 +493,8 @@ class TestFiles:
         """write_timelines then load_timelines returns equal data; the file ends with a newline."""
         tls = timelines[137, "test"]
         path = tmp_path / "t.jsonl"
-        G.write_timelines(path, tls)
-        assert G.load_timelines(path) == tls
+        write_timelines(path, tls)
+        assert load_timelines(path) == tls
         data = path.read_bytes()
         assert data.endswith(b"\n") and data.count(b"\n") == len(tls)
 
@@ -496,14 +503,14 @@ class TestFiles:
         path = tmp_path / "t.jsonl"
         path.write_text('{"sessions": []}\nnot json\n', encoding="utf-8")
         with pytest.raises(UserError, match=r"line 2 is not JSON"):
-            G.load_timelines(path)
+            load_timelines(path)
 
 
 class TestTimelineStats:
     def test_counts_agree(self, timelines):
         """Stats count exactly the questions, events and ops in the timelines."""
         tls = timelines[991, "test"]
-        stats = G.timeline_stats(tls)
+        stats = timeline_stats(tls)
         sessions = [s for tl in tls for s in tl["sessions"]]
         assert stats["personas"] == 40 and stats["sessions"] == 320
         assert sum(stats["questions"].values()) == sum(len(s["questions"]) for s in sessions)
@@ -544,7 +551,7 @@ class TestCli:
         out = tmp_path / "mine.jsonl"
         cli_main(["generate", "--seed", "5", "--split", "train", "--personas", "3", "--sessions", "4",
                   "--budget", "2", "--init-facts", "2", "--phrasings", str(path), "--out", str(out)])
-        tls = G.load_timelines(out)
+        tls = load_timelines(out)
         preds = {e["pred"] for tl in tls for s in tl["sessions"] for e in s["events"]}
         assert preds <= {"colour", "drink", "sport"}
         assert all(t["content"] == "Okay." for tl in tls for s in tl["sessions"] for t in s["turns"][3::2])
@@ -567,8 +574,9 @@ class TestCli:
 
 
 def test_doctests():
-    """The module's >>> examples pass."""
+    """The package modules' >>> examples pass."""
     import doctest
 
-    result = doctest.testmod(G)
-    assert result.failed == 0 and result.attempted >= 5
+    results = [doctest.testmod(module) for module in (catalogue, cli, config, files, gold, questions,
+                                                     timelines_module)]
+    assert sum(r.failed for r in results) == 0 and sum(r.attempted for r in results) >= 5

@@ -81,7 +81,8 @@ def workdir(tmp_path_factory) -> Path:
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
-    from clerk.generator import generate, write_timelines
+    from clerk.generator.files import write_timelines
+    from clerk.generator.timelines import generate
     from clerk.models import ModelSpec, materialize
 
     root = tmp_path_factory.mktemp("locomo")

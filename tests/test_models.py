@@ -13,7 +13,8 @@ import torch
 
 from clerk import models
 from clerk.errors import UserError
-from clerk.generator import generate, write_timelines
+from clerk.generator.files import write_timelines
+from clerk.generator.timelines import generate
 from clerk.prompts import CHAT_TEMPLATE, END_OF_TURN, SPECIAL_TOKENS, answer_messages, consolidate_messages
 
 TINY = dict(vocab_size=1000, hidden=64, layers=2, heads=4, intermediate=128, seed=0)

@@ -21,7 +21,8 @@ import clerk.tables as tables_module
 from clerk.cli import main
 from clerk.errors import UserError
 from clerk.evaluate import validate_record
-from clerk.generator import generate, write_timelines
+from clerk.generator.files import write_timelines
+from clerk.generator.timelines import generate
 from clerk.provenance import build_numbers, expand_spec
 from clerk.report import render_paper, template_literal_digits, write_csv
 from clerk.streams.engines import POLICIES

@@ -20,7 +20,8 @@ import torch
 
 from clerk import models, train
 from clerk.errors import UserError
-from clerk.generator import generate, write_timelines
+from clerk.generator.files import write_timelines
+from clerk.generator.timelines import generate
 from clerk.ledger import dumps, serialize
 from clerk.prompts import answer_messages, consolidate_messages, render_turns
 

@@ -70,7 +70,7 @@ def rule_choice(ledger: list, subject: str, question: dict) -> int:
     Returns:
         The chosen option index, or -1 (counted wrong).
     """
-    from clerk.generator import reference_answer
+    from clerk.generator.questions import reference_answer
 
     answer = reference_answer(ledger, subject, question["pred"], question["type"] == "temporal")
     options = question["options"]

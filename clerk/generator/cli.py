@@ -1,0 +1,49 @@
+"""The ``clerk generate`` verb: write persona timelines and print their stats (SPEC §2).
+
+    clerk generate --seed 137 --split test --personas 5 --sessions 8 --out /tmp/test.jsonl
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+from clerk.generator.config import GeneratorConfig
+from clerk.generator.files import timeline_stats, write_timelines
+from clerk.generator.timelines import generate_from_config
+
+
+def main(args: Any) -> None:
+    """``clerk generate``: write timelines to ``args.out`` and print their stats to stderr."""
+    cfg = GeneratorConfig(seed=args.seed, split=args.split, personas=args.personas, sessions=args.sessions,
+                          budget=args.budget, n_init=args.init_facts)
+    timelines = generate_from_config(cfg, args.phrasings)
+    write_timelines(args.out, timelines)
+    print(json.dumps(timeline_stats(timelines), indent=1), file=sys.stderr)
+
+
+def register_cli(sub: Any) -> None:
+    """Add the ``generate`` verb."""
+    p = sub.add_parser(
+        "generate",
+        help="write synthetic persona timelines (JSON lines) with gold programs and MC questions",
+        description="Generate persona timelines (SPEC §2): one JSON line per persona with every "
+        "session's turns, events, questions (10 options), gold program and ledgers before/after. "
+        "Same arguments, same bytes. Prints summary statistics to stderr.",
+    )
+    # what to generate
+    p.add_argument("--seed", type=int, required=True, help="base seed; the RNG is seeded from (seed, split)")
+    p.add_argument("--split", required=True, metavar="SPLIT",
+                   help="train (train names), test (test names) or test_ood (test names, OOD phrasings)")
+    p.add_argument("--personas", type=int, default=None,
+                   help="number of personas (default: 100 for train, 40 for test and test_ood)")
+    p.add_argument("--sessions", type=int, default=8, help="sessions per persona, >= 2 (default: 8)")
+    p.add_argument("--budget", type=int, default=12, help="ledger slots B, >= 1 (default: 12)")
+    p.add_argument("--init-facts", type=int, default=4, dest="init_facts",
+                   help="facts stated in session 0 (default: 4)")
+    p.add_argument("--phrasings", default=None, metavar="FILE",
+                   help="YAML phrasings file replacing the built-in catalogue (schema: clerk/phrasing/catalogue.yaml)")
+    # where to write
+    p.add_argument("--out", required=True, metavar="FILE", help="output timeline file (JSON lines)")
+    p.set_defaults(func=main)

@@ -1,0 +1,65 @@
+"""The knobs of one generation run (``clerk generate``), checked on construction (SPEC §2).
+
+    python -c "from clerk.generator.config import GeneratorConfig; print(GeneratorConfig(seed=137, split='test'))"
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from clerk.errors import UserError
+from clerk.generator.catalogue import SPLITS
+
+#: Personas per split when ``--personas`` is not given (SPEC default sizes).
+DEFAULT_PERSONAS = {"train": 100, "test": 40, "test_ood": 40}
+#: Name list each split draws from (the test_ood split reuses the test names).
+NAME_LIST = {"train": "train", "test": "test", "test_ood": "test"}
+
+
+@dataclass
+class GeneratorConfig:
+    """Knobs of one generation run (``clerk generate``). Ranges are inclusive ``(low, high)``.
+
+    Attributes:
+        seed: base seed; the run's RNG is seeded from ``(seed, split)``.
+        split: train | test | test_ood (names and built-in phrasings depend on it).
+        personas: personas to generate; None = ``DEFAULT_PERSONAS[split]``.
+        sessions: sessions per persona (>= 2: session 0 only states facts).
+        budget: ledger slots B.
+        n_init: facts stated in session 0.
+        adds / updates / tombstones / questions / chatter: per-session count ranges
+            (sessions >= 1; chatter applies to every session).
+    """
+
+    seed: int
+    split: str
+    personas: int | None = None
+    sessions: int = 8
+    budget: int = 12
+    n_init: int = 4
+    adds: tuple[int, int] = (1, 2)
+    updates: tuple[int, int] = (0, 2)
+    tombstones: tuple[int, int] = (0, 1)
+    questions: tuple[int, int] = (1, 3)
+    chatter: tuple[int, int] = (1, 2)
+
+    def __post_init__(self) -> None:
+        if self.split not in SPLITS:
+            raise UserError(f"split must be one of {', '.join(SPLITS)}, got {self.split!r}")
+        if self.personas is None:
+            self.personas = DEFAULT_PERSONAS[self.split]
+        checks = (("seed", self.seed, None), ("personas", self.personas, 1), ("sessions", self.sessions, 2),
+                  ("budget", self.budget, 1), ("n_init", self.n_init, 1))
+        for name, value, low in checks:
+            if type(value) is not int or (low is not None and value < low):
+                expected = "an int" if low is None else f"an int >= {low}"
+                raise UserError(f"{name} must be {expected}, got {value!r}")
+        for name in ("adds", "updates", "tombstones", "questions", "chatter"):
+            low, high = getattr(self, name)
+            if not 0 <= low <= high:
+                raise UserError(f"{name} must be a range 0 <= low <= high, got {(low, high)!r}")
+
+    @property
+    def rng_seed(self) -> str:
+        """The string the run's ``random.Random`` is seeded with."""
+        return f"clerk.generator:{self.seed}:{self.split}"

@@ -1,0 +1,174 @@
+"""Persona timelines: one persona's sessions, with transcript, events, questions and gold (SPEC §2).
+
+**One session**, in transcript order: a greeting that names the persona (this is how the
+transcript says who "I" is, i.e. the subject ``s`` of every slot), then the session's events and
+1-2 small-talk lines in a shuffled order, each user line followed by an assistant
+acknowledgement. Session 0 states ``n_init`` facts and asks nothing; later sessions have 1-2 ADDs
+of never-stated predicates (0 once the catalogue is exhausted), 0-2 UPDATEs and 0-1 TOMBSTONEs
+of facts active before the session (distinct predicates, so a session touches a predicate at most
+once), and 1-3 questions (:mod:`clerk.generator.questions`).
+
+**Decisions** (SPEC leaves these open):
+
+* A fact is updated to a value different from its current one; it may return to an older value.
+* Persona names are drawn without replacement from the split's list; past the end of the list a
+  second round appends ``-2`` (then ``-3`` ...) to keep names unique.
+
+Determinism: one ``random.Random`` per run seeded with the string ``clerk.generator:{seed}:{split}``
+(string seeds are hashed with SHA-512 by ``random``, so ``PYTHONHASHSEED`` does not matter); no
+set iteration and no clock.
+
+    python -c "from clerk.generator.timelines import generate; print(generate(137, 'test', personas=1)[0]['name'])"
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from clerk import ledger as L
+from clerk.errors import UserError
+from clerk.generator.catalogue import Catalogue, load_catalogue
+from clerk.generator.config import NAME_LIST, GeneratorConfig
+from clerk.generator.gold import gold_program
+from clerk.generator.questions import ask_questions
+
+EVENT_KINDS = ("ADD", "UPDATE", "TOMBSTONE")
+
+
+@dataclass
+class Fact:
+    """The persona's true state for one predicate (tracked apart from the ledger)."""
+
+    value: str
+    history: list[str]  # earlier values, oldest first
+    active: bool = True
+    updates: int = 0
+
+
+def persona_names(rng: random.Random, names: tuple[str, ...], count: int) -> list[str]:
+    """``count`` unique names drawn without replacement; later rounds get a ``-2``, ``-3`` suffix.
+
+    >>> persona_names(random.Random(0), ("Ari", "Bea"), 3)
+    ['Bea', 'Ari', 'Bea-2']
+    """
+    order = rng.sample(list(names), len(names))
+    return [order[k % len(order)] + ("" if k < len(order) else f"-{k // len(order) + 1}") for k in range(count)]
+
+
+def _pick(rng: random.Random, pool: list[str], low_high: tuple[int, int]) -> list[str]:
+    """Draw a count uniformly from ``low_high`` (always, to keep RNG use steady), then that many items."""
+    count = rng.randint(*low_high)
+    return rng.sample(pool, min(count, len(pool)))
+
+
+def _plan_events(rng: random.Random, cfg: GeneratorConfig, cat: Catalogue, facts: dict[str, Fact],
+                 index: int) -> list[dict[str, Any]]:
+    """The session's events (unordered): kind, pred, value and the old value for UPDATE text."""
+    unstated = [p.key for p in cat.predicates if p.key not in facts]
+    if index == 0:
+        adds, updates, tombstones = rng.sample(unstated, min(cfg.n_init, len(unstated))), [], []
+    else:
+        adds = _pick(rng, unstated, cfg.adds)
+        active = [key for key, fact in facts.items() if fact.active]
+        updates = _pick(rng, active, cfg.updates)
+        tombstones = _pick(rng, [key for key in active if key not in updates], cfg.tombstones)
+    events = []
+    for key in adds:
+        events.append({"kind": "ADD", "pred": key, "value": rng.choice(cat.predicate(key).values), "old": None})
+    for key in updates:
+        old = facts[key].value
+        new = rng.choice([v for v in cat.predicate(key).values if v != old])
+        events.append({"kind": "UPDATE", "pred": key, "value": new, "old": old})
+    for key in tombstones:
+        events.append({"kind": "TOMBSTONE", "pred": key, "value": facts[key].value, "old": None})
+    for event in events:
+        pred = cat.predicate(event["pred"])
+        lines = {"ADD": pred.add, "UPDATE": pred.update, "TOMBSTONE": pred.tombstone}[event["kind"]]
+        event["text"] = rng.choice(lines).format(value=event["value"], old=event["old"])
+    return events
+
+
+def _apply_truth(facts: dict[str, Fact], events: list[dict[str, Any]]) -> None:
+    for event in events:
+        kind, key = event["kind"], event["pred"]
+        if kind == "ADD":
+            facts[key] = Fact(value=event["value"], history=[])
+        elif kind == "UPDATE":
+            fact = facts[key]
+            fact.history.append(fact.value)
+            fact.value, fact.updates = event["value"], fact.updates + 1
+        else:
+            facts[key].active = False
+
+
+def _persona(rng: random.Random, cfg: GeneratorConfig, cat: Catalogue, name: str) -> dict[str, Any]:
+    facts: dict[str, Fact] = {}  # insertion order = order first stated
+    ledger = L.empty_ledger(cfg.budget)
+    sessions = []
+    for index in range(cfg.sessions):
+        planned = _plan_events(rng, cfg, cat, facts, index)
+        touched = [event["pred"] for event in planned]
+        questions, before = ([], ledger) if index == 0 else ask_questions(rng, cfg, cat, facts, ledger, name, touched)
+        # 1. transcript: greeting first, then events and small talk shuffled together.
+        chatter = rng.sample(list(cat.chatter), min(rng.randint(*cfg.chatter), len(cat.chatter)))
+        items: list[Any] = [*planned, *chatter]
+        rng.shuffle(items)
+        turns = [{"role": "user", "content": rng.choice(cat.greetings).format(name=name)},
+                 {"role": "assistant", "content": rng.choice(cat.welcomes)}]
+        for item in items:
+            turns.append({"role": "user", "content": item["text"] if isinstance(item, dict) else item})
+            turns.append({"role": "assistant", "content": rng.choice(cat.acknowledgements)})
+        events = [{"kind": e["kind"], "pred": e["pred"], "value": e["value"], "text": e["text"]}
+                  for e in items if isinstance(e, dict)]
+        # 2. gold program in transcript order, checked against a strict reduce of the whole program.
+        program = gold_program(before, events, name, index)
+        after, _ = L.reduce(before, program, now=index, strict=True)
+        _apply_truth(facts, events)
+        sessions.append({"index": index, "turns": turns, "events": events, "questions": questions,
+                         "gold_ops": program, "ledger_before": before, "ledger_after": after})
+        ledger = after
+    return {"name": name, "split": cfg.split, "seed": cfg.seed, "budget": cfg.budget, "sessions": sessions}
+
+
+def generate_from_config(cfg: GeneratorConfig, catalogue: Catalogue | str | Path | None = None) -> list[dict[str, Any]]:
+    """Generate the timelines of ``cfg`` (see :func:`generate`)."""
+    from tqdm import tqdm
+
+    if not isinstance(catalogue, Catalogue):
+        catalogue = load_catalogue(catalogue, cfg.split)
+    if cfg.n_init > len(catalogue.predicates):
+        raise UserError(
+            f"n_init must be <= the number of predicates ({len(catalogue.predicates)}), got {cfg.n_init}"
+        )
+    rng = random.Random(cfg.rng_seed)
+    names = persona_names(rng, catalogue.names[NAME_LIST[cfg.split]], cfg.personas)
+    return [_persona(rng, cfg, catalogue, name)
+            for name in tqdm(names, desc=f"generate {cfg.split}", unit="persona", disable=None, leave=False)]
+
+
+def generate(seed: int, split: str, personas: int | None = None, sessions: int = 8, budget: int = 12,
+             n_init: int = 4, catalogue: Catalogue | str | Path | None = None) -> list[dict[str, Any]]:
+    """Persona timelines in the SPEC "Data formats" schema.
+
+    Args:
+        seed: base seed (recorded in every timeline).
+        split: ``train`` (train names, catalogue.yaml), ``test`` (test names, catalogue.yaml) or
+            ``test_ood`` (test names, ood.yaml).
+        personas: number of personas; None = 100 for train, 40 for the test splits.
+        sessions: sessions per persona (>= 2).
+        budget: ledger slots B.
+        n_init: facts stated in session 0.
+        catalogue: a :class:`Catalogue`, a phrasings file path, or None for the split's built-in.
+
+    Returns:
+        One dict per persona; the same arguments always give equal output.
+
+    Raises:
+        UserError: a bad argument or phrasings file.
+    """
+    cfg = GeneratorConfig(seed=seed, split=split, personas=personas, sessions=sessions, budget=budget,
+                          n_init=n_init)
+    return generate_from_config(cfg, catalogue)
