@@ -22,7 +22,7 @@ _MODULES = (
     "clerk.generator.cli",
     "clerk.streams.cli",
     "clerk.sft",
-    "clerk.models",
+    "clerk.models.cli",
     "clerk.train",
     "clerk.evaluate",
     "clerk.scoring",

@@ -438,7 +438,7 @@ def run_evaluate(args: Any, registry: Registry = MEMORY_REGISTRY) -> None:
         UserError: bad arguments or timelines (see :func:`make_systems`, :class:`EvalConfig`).
     """
     start = time.perf_counter()
-    from clerk.models import set_torch_threads
+    from clerk.models.device import set_torch_threads
 
     set_torch_threads(args.threads)
     cfg = EvalConfig(window_k=args.window_k, rag_k=args.rag_k, max_new_tokens=args.max_new_tokens,

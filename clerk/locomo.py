@@ -1153,7 +1153,7 @@ def main_locomo(args: argparse.Namespace) -> None:
     from clerk import __version__
     from clerk.evaluate import make_systems, validate_record
 
-    from clerk.models import set_torch_threads
+    from clerk.models.device import set_torch_threads
 
     start = time.perf_counter()
     set_torch_threads(args.threads)
@@ -1362,7 +1362,8 @@ def bench_prefix(data: str | Path, model_dir: str | Path, conversation: str | No
 
     from tqdm.auto import tqdm
 
-    from clerk import models, prompts, scoring
+    from clerk import prompts, scoring
+    from clerk.models.loading import chat_prompt
     from clerk.evaluate import make_systems
     from clerk.memory.reader import split_prompt
 
@@ -1390,7 +1391,7 @@ def bench_prefix(data: str | Path, model_dir: str | Path, conversation: str | No
     qds = asked["questions"]
     views = [full.view(state, tl, asked, qd) for qd in qds]
     model, tok = runtime.model("base")
-    texts = [models.chat_prompt(tok, prompts.answer_messages(v.text, qd["question"])) for v, qd in zip(views, qds)]
+    texts = [chat_prompt(tok, prompts.answer_messages(v.text, qd["question"])) for v, qd in zip(views, qds)]
     prefix_text, _ = split_prompt(texts[0])
 
     def n_tokens(text: str) -> int:
@@ -1444,7 +1445,7 @@ def _torch_threads() -> int:
 
 def main_bench(args: argparse.Namespace) -> None:
     """``clerk bench-locomo-prefix``: print prefill tokens and seconds per question with and without reuse."""
-    from clerk.models import set_torch_threads
+    from clerk.models.device import set_torch_threads
 
     set_torch_threads(args.threads)
     r = bench_prefix(args.data, args.model, conversation=args.conversation, tile=args.tile,

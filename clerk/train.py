@@ -144,10 +144,10 @@ def cpu_has_native_bf16() -> bool:
 
 
 def resolve_device(device: str) -> str:
-    """``auto`` -> :func:`clerk.models.pick_device`; ``cuda`` without CUDA is a UserError."""
+    """``auto`` -> :func:`clerk.models.device.pick_device`; ``cuda`` without CUDA is a UserError."""
     import torch
 
-    from clerk.models import pick_device
+    from clerk.models.device import pick_device
 
     if device == "auto":
         return pick_device()
@@ -253,7 +253,7 @@ def truncate_log(path: str | Path, last_step: int) -> float:
 
 
 def _versions() -> dict[str, str]:
-    from clerk.models import _versions as model_versions
+    from clerk.models.materialize import _versions as model_versions
 
     return model_versions()
 
@@ -577,7 +577,8 @@ def bench_consolidation(model: str, adapter: str | None, timelines: str, session
 
     from clerk.ledger import parse_program, serialize
     from clerk.metrics import op_scores
-    from clerk.models import chat_prompt, greedy_generate, load_model
+    from clerk.models.decoding import greedy_generate
+    from clerk.models.loading import chat_prompt, load_model
     from clerk.prompts import consolidate_messages, render_turns
 
     if threads:

@@ -30,7 +30,8 @@ def workdir(tmp_path_factory) -> Path:
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
-    from clerk.models import ModelSpec, materialize
+    from clerk.models.materialize import materialize
+    from clerk.models.spec import ModelSpec
 
     root = tmp_path_factory.mktemp("eval")
     write_timelines(root / "train.jsonl", generate(5, "train", personas=3, sessions=4, budget=6))

