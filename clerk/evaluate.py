@@ -12,7 +12,7 @@ consolidated, batched across personas. Three files are written to ``--out``:
   input's sha256 (:data:`SCHEMAS` ``"metrics"`` and ``"metrics.system"``), written last.
 
 Definitions: *stale error* = the chosen option is a value the fact held earlier
-(``generator.stale_answers``): on a ``superseded`` question an earlier value, on a ``negated``
+(``generator.questions.stale_answers``): on a ``superseded`` question an earlier value, on a ``negated``
 question a value of the retracted fact. ``stale_error_rate`` is over superseded questions (SPEC
 §6); ``stale_error_rate_negated`` over negated ones. *Invalid-op rate* = invalid ops / predicted ops; *parse-failure rate* =
 writes whose text held no JSON list / writes. *Read tokens* = tokens of the view text under the
@@ -162,7 +162,7 @@ def _mean(values: list[float]) -> float | None:
 
 
 def is_stale_error(timeline: dict, index: int, question: dict, chosen: int) -> bool:
-    """The chosen option is a stale value (``generator.stale_answers``): an earlier value of a
+    """The chosen option is a stale value (``generator.questions.stale_answers``): an earlier value of a
     superseded fact, or any value of a retracted fact answered as if still true."""
     from clerk.generator.questions import stale_answers
 
@@ -420,7 +420,7 @@ def _write_jsonl(path: Path, kind: str, rows: list[dict]) -> None:
 
 
 def load_timelines_file(path: str) -> list[dict]:
-    """Timelines via ``clerk.generator.load_timelines``, with input errors as UserError."""
+    """Timelines via ``clerk.generator.files.load_timelines``, with input errors as UserError."""
     from clerk.generator.files import load_timelines
 
     if not Path(path).is_file():

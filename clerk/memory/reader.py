@@ -5,7 +5,7 @@ chat format) and picks the option with the highest length-normalised log-probabi
 (``clerk.scoring``); chance is 10 %. When several questions share a view, the prompt up to the
 question is encoded once and reused (the memory text dominates the prompt).
 
-The rule reader answers from a ledger with ``generator.reference_answer``, the function that
+The rule reader answers from a ledger with ``generator.questions.reference_answer``, the function that
 defines the gold answers, so the oracle ledger must score 100 % with it: an end-to-end check of
 generator, reducer, bookkeeping and runner that needs no model.
 
@@ -61,7 +61,7 @@ def mc_choices(model: Any, tokenizer: Any, view_text: str, questions: list[dict]
 
 
 def rule_choice(ledger: list, subject: str, question: dict) -> int:
-    """The option index of ``generator.reference_answer`` on ``ledger``; -1 if it is not an option.
+    """The option index of ``generator.questions.reference_answer`` on ``ledger``; -1 if it is not an option.
 
     Args:
         ledger: the system's ledger at question time.
