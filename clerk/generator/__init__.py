@@ -19,7 +19,6 @@ Modules, in dependency order:
 * :mod:`clerk.generator.files`: timeline files (JSON lines) and their summary statistics.
 * :mod:`clerk.generator.cli`: the ``clerk generate`` verb (also ``python -m clerk.generator``).
 
-Determinism: one ``random.Random`` per run seeded with the string ``clerk.generator:{seed}:{split}``
-(string seeds are hashed with SHA-512 by ``random``, so ``PYTHONHASHSEED`` does not matter); no
-set iteration and no clock. Files are written with :func:`clerk.ledger.dumps`, one persona a line.
+Determinism: one string-seeded ``random.Random`` per run, no set iteration and no clock (see
+:mod:`clerk.generator.timelines`). Files are written with :func:`clerk.ledger.dumps`, one persona a line.
 """

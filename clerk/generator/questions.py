@@ -32,6 +32,7 @@ from clerk.generator.config import GeneratorConfig
 if TYPE_CHECKING:  # timelines imports this module; facts are only read here
     from clerk.generator.timelines import Fact
 
+#: Question types, in the order a session draws a type among those with an eligible predicate.
 QUESTION_TYPES = ("unknown", "current", "superseded", "negated", "temporal")
 
 

@@ -35,6 +35,7 @@ from clerk.generator.config import NAME_LIST, GeneratorConfig
 from clerk.generator.gold import gold_program
 from clerk.generator.questions import ask_questions
 
+#: Kinds of the events a session states (its gold program adds EVICT ops).
 EVENT_KINDS = ("ADD", "UPDATE", "TOMBSTONE")
 
 

@@ -3,7 +3,7 @@
 ``source.json`` records the digest of every file (:func:`file_hashes`); a pinned source file is
 checked with :func:`verify_sha256` before it is used.
 
-    python -c "from clerk.models.hashes import file_hashes; print(file_hashes('resources/models/smollm2-135m'))"
+    python -c "from clerk.models.hashes import file_hashes; print(file_hashes('clerk/phrasing'))"
 """
 
 from __future__ import annotations

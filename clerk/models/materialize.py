@@ -20,6 +20,7 @@ from clerk.prompts import CHAT_TEMPLATE
 
 
 def _versions() -> dict[str, str]:
+    """Python and package versions, recorded in ``source.json`` (and by ``clerk train``)."""
     import importlib.metadata as md
 
     out = {"python": sys.version.split()[0]}

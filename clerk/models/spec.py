@@ -1,6 +1,6 @@
 """Where a base model comes from: the ``base_model`` block of the config, checked (ARCHITECTURE "Base models").
 
-    clerk materialize-model --kind scratch --timelines results/data/137/train.jsonl --out /tmp/scratch-model
+    python -c "from clerk.models.spec import ModelSpec; print(ModelSpec().source_fields())"
 """
 
 from __future__ import annotations

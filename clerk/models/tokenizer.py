@@ -1,6 +1,7 @@
 """Tokenizer training for the scratch model: a byte-level BPE on the pipeline's own timeline text.
 
-    python -c "from clerk.models.tokenizer import timeline_texts; print(len(timeline_texts('results/data/137/train.jsonl')))"
+    clerk generate --seed 1 --split train --personas 2 --out /tmp/train.jsonl
+    python -c "from clerk.models.tokenizer import timeline_texts; print(len(timeline_texts('/tmp/train.jsonl')))"
 """
 
 from __future__ import annotations

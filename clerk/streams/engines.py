@@ -3,7 +3,7 @@
 One engine class per eviction policy, each registered in :data:`POLICIES` under its name with
 :func:`register_policy`; the study looks policies up with :func:`get_policy`.
 
-    clerk eviction-study --streams results/streams/stream_137.json --policies salience lru fifo \\
+    clerk eviction-study --streams results/streams/137.json --policies salience lru fifo \\
         --out /tmp/eviction_137.csv
 
 Engine semantics (every policy):

@@ -4,8 +4,8 @@
 occupancy; :func:`eviction_study` sweeps policies x capacities x noise rates over streams, and
 :func:`rows_to_csv` / :func:`summary_table` render the rows.
 
-    clerk eviction-study --streams results/streams/stream_137.json --capacities 8 16 32 \\
-        --noise-grid 1 3 6 --out results/streams/eviction_137.csv
+    clerk eviction-study --streams results/streams/137.json --capacities 8 16 32 \\
+        --noise-grid 1 3 6 --out /tmp/eviction_137.csv
 """
 
 from __future__ import annotations
