@@ -27,8 +27,7 @@ _MODULES = (
     "clerk.evaluate",
     "clerk.scoring",
     "clerk.locomo",
-    "clerk.report",
-    "clerk.tables",
+    "clerk.report.cli",
     "clerk.provenance",
 )
 

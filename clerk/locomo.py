@@ -1304,7 +1304,7 @@ def table2(metrics_files: Sequence[str | Path]):
     """
     import pandas as pd
 
-    from clerk.report import aggregate_frame
+    from clerk.report.stats import aggregate_frame
 
     df = aggregate_frame(pd.DataFrame(table2_rows(metrics_files)), by=["system", "reader", "source"],
                          value_cols=list(TABLE2_VALUES))
@@ -1322,7 +1322,7 @@ def table2(metrics_files: Sequence[str | Path]):
 
 def main_table(args: argparse.Namespace) -> None:
     """``clerk table-locomo``: aggregate LoCoMo metrics over seeds into table 2 (CSV, optional Markdown)."""
-    from clerk.report import to_markdown, write_csv
+    from clerk.report.tabular import to_markdown, write_csv
 
     df, compact = table2(args.metrics)
     write_csv(df, args.out, sort_by=["system", "reader", "source"])
