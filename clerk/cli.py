@@ -26,7 +26,7 @@ _MODULES = (
     "clerk.train",
     "clerk.evaluate",
     "clerk.scoring",
-    "clerk.locomo",
+    "clerk.locomo.cli",
     "clerk.report.cli",
     "clerk.provenance",
 )
