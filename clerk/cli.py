@@ -26,9 +26,8 @@ _MODULES = (
     "clerk.train",
     "clerk.evaluate",
     "clerk.scoring",
-    "clerk.locomo",
-    "clerk.report",
-    "clerk.tables",
+    "clerk.locomo.cli",
+    "clerk.report.cli",
     "clerk.provenance",
 )
 

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import doctest
+import importlib
 import json
+import pkgutil
 import random
 import subprocess
 from pathlib import Path
@@ -16,35 +18,32 @@ from pathlib import Path
 import pytest
 import yaml
 
-import clerk.locomo as locomo
+import clerk.locomo
 from clerk import prompts
 from clerk.cli import main as clerk_main
 from clerk.errors import UserError
-from clerk.locomo import (
+from clerk.locomo.bench import bench_prefix
+from clerk.locomo.data import (
     CATEGORIES,
-    LOCOMO_SCHEMAS,
-    NOT_MENTIONED,
-    SOURCE_LOCAL,
-    SOURCE_PERCENA,
-    LocomoEvalConfig,
+    LOCOMO_SYSTEMS,
     Question,
     as_chat_turns,
-    bench_prefix,
-    build_mc_options,
     category_from_number,
     category_from_percena,
-    conv_id_from_question_id,
+)
+from clerk.locomo.evaluation import (
+    LOCOMO_SCHEMAS,
+    LocomoEvalConfig,
     conversation_timeline,
     evaluate_locomo,
-    load_locomo,
-    load_locomo10,
-    load_percena,
     question_time,
-    resolve_locomo_path,
     session_record,
-    stratified_subset,
-    summarize,
 )
+from clerk.locomo.files import FORMAT_LOCOMO10, FORMAT_PERCENA, detect_format, load_locomo, resolve_locomo_path
+from clerk.locomo.locomo10 import NOT_MENTIONED, SOURCE_LOCAL, build_mc_options, load_locomo10
+from clerk.locomo.percena import SOURCE_PERCENA, conv_id_from_question_id, load_percena
+from clerk.locomo.subsets import stratified_subset, summarize
+from clerk.locomo.table2 import table2
 from clerk.memory import Runtime
 from clerk.memory.summary_rag import SummaryRagMemory
 from clerk.memory.text import session_lines
@@ -112,9 +111,10 @@ def _jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
-def test_doctests():
-    """The module's >>> examples hold."""
-    assert doctest.testmod(locomo).failed == 0
+@pytest.mark.parametrize("name", sorted(m.name for m in pkgutil.iter_modules(clerk.locomo.__path__)))
+def test_doctests(name):
+    """Every clerk.locomo module's >>> examples hold."""
+    assert doctest.testmod(importlib.import_module(f"clerk.locomo.{name}")).failed == 0
 
 
 def test_summary_rag_doctests():
@@ -414,15 +414,15 @@ class TestResolveLocomoPath:
 class TestDetectFormat:
     def test_both_formats(self):
         """JSON lines are Percena's format, a JSON list is locomo10.json."""
-        assert locomo.detect_format(PERCENA) == locomo.FORMAT_PERCENA
-        assert locomo.detect_format(LOCOMO10) == locomo.FORMAT_LOCOMO10
+        assert detect_format(PERCENA) == FORMAT_PERCENA
+        assert detect_format(LOCOMO10) == FORMAT_LOCOMO10
 
     def test_other_files_rejected(self, tmp_path):
         """Anything else is a user error quoting the start of the file."""
         path = tmp_path / "x.csv"
         path.write_text("a,b\n", encoding="utf-8")
         with pytest.raises(UserError) as err:
-            locomo.detect_format(path)
+            detect_format(path)
         assert str(err.value) == (
             f"{path}: expected Percena JSON lines (starting with '{{') or locomo10.json (starting with '['), "
             "got b'a,b\\n'"
@@ -604,7 +604,7 @@ class TestEvaluateLocomo:
             validate_record("predictions", row, LOCOMO_SCHEMAS)
         metrics = json.loads((run / "metrics.json").read_text(encoding="utf-8"))
         validate_record("metrics", metrics, LOCOMO_SCHEMAS)
-        assert list(metrics["systems"]) == list(locomo.LOCOMO_SYSTEMS)
+        assert list(metrics["systems"]) == list(LOCOMO_SYSTEMS)
         for record in metrics["systems"].values():
             validate_record("metrics.system", record, LOCOMO_SCHEMAS)
 
@@ -732,14 +732,14 @@ class TestTableLocomo:
         import pandas as pd
 
         df = pd.read_csv(out)
-        assert sorted(df["system"]) == sorted(locomo.LOCOMO_SYSTEMS)
+        assert sorted(df["system"]) == sorted(LOCOMO_SYSTEMS)
         assert set(df["source"]) == {SOURCE_PERCENA} and set(df["seeds"]) == {"1;2"}
         assert df["accuracy_mean"].tolist() == pytest.approx([0.6] * 4)
         assert df["accuracy_sd"].tolist() == pytest.approx([0.141421] * 4, abs=1e-6)
         lines = md.read_text(encoding="utf-8").splitlines()
         assert lines[0] == ("| system | reader | seeds | questions | accuracy | single-hop | multi-hop | temporal | "
                             "open-domain | adversarial | read tokens | truncated |")
-        assert [line.split(" | ")[0][2:] for line in lines[2:]] == list(locomo.LOCOMO_SYSTEMS)
+        assert [line.split(" | ")[0][2:] for line in lines[2:]] == list(LOCOMO_SYSTEMS)
         assert lines[2].split(" | ")[4] == "0.600 ± 1.271"
 
     def test_byte_stable(self, run, tmp_path):
@@ -753,14 +753,14 @@ class TestTableLocomo:
         """Metrics from different data files cannot be aggregated together."""
         files = [self._metrics(run, tmp_path, 1, 0.0), self._metrics(run, tmp_path, 2, 0.0, sha="0" * 64)]
         with pytest.raises(UserError, match=r"^--metrics: every file must come from the same data"):
-            locomo.table2(files)
+            table2(files)
 
     def test_not_locomo_metrics(self, tmp_path):
         """A metrics file of another stage is refused naming the expected schema."""
         path = tmp_path / "m.json"
         path.write_text(json.dumps({"schema": "clerk.evaluate.metrics/1"}))
         with pytest.raises(UserError, match=r"expected schema 'clerk.locomo.metrics/1' in .* got 'clerk.evaluate"):
-            locomo.table2([path])
+            table2([path])
 
 
 class TestWorkflow:

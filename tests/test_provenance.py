@@ -82,7 +82,8 @@ json.dump({"seed": seed, "systems": systems}, open(out, "w"), sort_keys=True)
 SUMMARIZE_PY = """
 import json, sys
 import pandas as pd
-from clerk.report import aggregate_frame, to_markdown, write_csv
+from clerk.report.stats import aggregate_frame
+from clerk.report.tabular import to_markdown, write_csv
 rows = []
 for path in sys.argv[3:]:
     run = json.load(open(path))

@@ -1,8 +1,13 @@
-"""Tests for clerk.report: seed aggregation, byte-stable CSV/Markdown/figures, paper rendering."""
+"""Tests for clerk.report: seed aggregation, byte-stable CSV/Markdown/figures, paper rendering.
+
+The paper's tables and figures themselves are tested in tests/test_tables.py.
+"""
 
 import hashlib
+import importlib
 import math
 import os
+import pkgutil
 import subprocess
 import sys
 from pathlib import Path
@@ -10,18 +15,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+import clerk.report
 from clerk.cli import main
 from clerk.errors import UserError
-from clerk.report import (
-    aggregate,
-    aggregate_frame,
-    environment_markdown,
-    render_paper,
-    save_figure,
-    template_literal_digits,
-    to_markdown,
-    write_csv,
-)
+from clerk.report.figures import save_figure
+from clerk.report.paper import environment_markdown, render_paper, template_literal_digits
+from clerk.report.stats import aggregate, aggregate_frame
+from clerk.report.tabular import to_markdown, write_csv
 
 NUMBERS = {"numbers": {
     "acc.clerk": {"value": 0.7346, "format": ".3f", "text": "0.735", "source": "results/t.csv",
@@ -34,7 +34,7 @@ FIGURE_SCRIPT = """
 import sys
 import matplotlib.pyplot as plt
 import seaborn as sns
-from clerk.report import save_figure, set_plot_style
+from clerk.report.figures import save_figure, set_plot_style
 set_plot_style()
 fig, ax = plt.subplots(figsize=(3, 2))
 sns.lineplot(x=[1, 2, 3, 4], y=[0.2, 0.5, 0.4, 0.8], marker="o", ax=ax, label="clerk")
@@ -229,10 +229,9 @@ class TestEnvironmentMarkdown:
 
 
 class TestDoctests:
-    def test_examples_in_docstrings(self):
-        """The >>> examples in clerk.report run and give the documented output."""
+    @pytest.mark.parametrize("name", sorted(m.name for m in pkgutil.iter_modules(clerk.report.__path__)))
+    def test_examples_in_docstrings(self, name):
+        """The >>> examples in every clerk.report module run and give the documented output."""
         import doctest
 
-        import clerk.report
-
-        assert doctest.testmod(clerk.report).failed == 0
+        assert doctest.testmod(importlib.import_module(f"clerk.report.{name}")).failed == 0

@@ -1,10 +1,10 @@
-"""Tests for clerk.tables: per-seed and aggregated tables, figures, and the paper template's numbers.
+"""Tests for the tables and figures of clerk.report: per-seed and aggregated tables, figures, and the
+paper template's numbers.
 
 Metrics files are built here following ``clerk.evaluate.SCHEMAS`` (and validated against it);
 timelines, streams and eviction rows come from the real generators at a tiny size.
 """
 
-import doctest
 import hashlib
 import json
 import math
@@ -17,32 +17,23 @@ import pandas as pd
 import pytest
 import yaml
 
-import clerk.tables as tables_module
 from clerk.cli import main
 from clerk.errors import UserError
 from clerk.evaluate import validate_record
 from clerk.generator.files import write_timelines
 from clerk.generator.timelines import generate
 from clerk.provenance import build_numbers, expand_spec
-from clerk.report import render_paper, template_literal_digits, write_csv
+from clerk.report.benchmarks import benchmarks_table
+from clerk.report.eviction import eviction_tables
+from clerk.report.figures import figure_accuracy, figure_eviction, figure_loss, figure_read_cost, figure_state_f1
+from clerk.report.paper import render_paper, template_literal_digits
+from clerk.report.read_cost import read_cost_table
+from clerk.report.setup_facts import setup_facts
+from clerk.report.systems import system_rows, systems_markdown, systems_tables
+from clerk.report.tabular import mean_pm, write_csv
 from clerk.streams.engines import POLICIES
 from clerk.streams.generation import make_stream
 from clerk.streams.study import eviction_study, rows_to_csv
-from clerk.tables import (
-    benchmarks_table,
-    eviction_tables,
-    figure_accuracy,
-    figure_eviction,
-    figure_loss,
-    figure_read_cost,
-    figure_state_f1,
-    mean_pm,
-    read_cost_table,
-    setup_facts,
-    system_rows,
-    systems_markdown,
-    systems_tables,
-)
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "paper" / "template.md"
@@ -524,8 +515,3 @@ class TestWorkflowDryRun:
                      "figure_read_cost", "figure_accuracy", "figure_eviction", "figure_loss", "figure_state_f1",
                      "locomo_status", "environment", "rulegraph", "numbers", "paper", "manifest"):
             assert re.search(rf"^{rule}\s+\d+$", done.stdout, re.M), rule
-
-
-def test_doctests():
-    """The pure helpers' examples in clerk/tables.py hold."""
-    assert doctest.testmod(tables_module).failed == 0

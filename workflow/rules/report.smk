@@ -14,7 +14,7 @@ report: "../report/workflow.rst"
 rule table_systems:
     input:
         metrics=get_table_metrics,
-        code=code("tables", "report"),
+        code=code("report"),
     output:
         csv=report(
             "results/{table}.csv",
@@ -41,7 +41,7 @@ rule table_systems:
 rule table_eviction:
     input:
         csv=expand("results/eviction/{seed}.csv", seed=SEEDS),
-        code=code("tables", "report", "streams"),
+        code=code("report", "streams"),
     output:
         csv=report(
             "results/table4.csv",
@@ -68,7 +68,7 @@ rule table_eviction:
 rule table_read_cost:
     input:
         csv=expand("results/readcost/{seed}.csv", seed=SEEDS),
-        code=code("tables", "report"),
+        code=code("report"),
     output:
         csv="results/read_cost.csv",
     log:
@@ -89,7 +89,7 @@ rule table_setup:
         ),
         train=expand("results/train/{seed}", seed=SEEDS),
         streams=expand("results/streams/{seed}.json", seed=SEEDS),
-        code=code("tables", "report"),
+        code=code("report"),
     output:
         json="results/setup.json",
         md="results/setup.md",
@@ -108,7 +108,7 @@ rule table_setup:
 rule table_benchmarks:
     input:
         tsv=get_benchmark_inputs,
-        code=code("tables", "report"),
+        code=code("report"),
     output:
         csv="results/benchmarks.csv",
         md="results/benchmarks.md",
@@ -128,7 +128,7 @@ rule table_benchmarks:
 rule figure_read_cost:
     input:
         table="results/read_cost.csv",
-        code=code("tables", "report"),
+        code=code("report"),
     output:
         pdf="results/figures/read_cost.pdf",
         png=report(
@@ -151,7 +151,7 @@ rule figure_read_cost:
 rule figure_accuracy:
     input:
         table="results/table1_seeds.csv",
-        code=code("tables", "report"),
+        code=code("report"),
     output:
         pdf="results/figures/accuracy_by_type.pdf",
         png=report(
@@ -175,7 +175,7 @@ rule figure_accuracy:
 rule figure_eviction:
     input:
         table="results/table4.csv",
-        code=code("tables", "report", "streams"),
+        code=code("report", "streams"),
     output:
         pdf="results/figures/eviction.pdf",
         png=report(
@@ -200,7 +200,7 @@ rule figure_eviction:
 rule figure_loss:
     input:
         train=expand("results/train/{seed}", seed=SEEDS),
-        code=code("tables", "report"),
+        code=code("report"),
     output:
         pdf="results/figures/loss.pdf",
         png=report(
@@ -223,7 +223,7 @@ rule figure_loss:
 rule figure_state_f1:
     input:
         ledgers=expand("results/eval/{seed}/test/ledgers.jsonl", seed=SEEDS),
-        code=code("tables", "report"),
+        code=code("report"),
     output:
         pdf="results/figures/state_f1.pdf",
         png=report(
@@ -245,7 +245,7 @@ rule figure_state_f1:
 
 rule locomo_status:
     input:
-        code=code("tables"),
+        code=code("report"),
     output:
         md="results/locomo_status.md",
     log:
