@@ -29,7 +29,7 @@ _MODULES = (
     "clerk.locomo",
     "clerk.report",
     "clerk.tables",
-    "clerk.provenance",
+    "clerk.provenance.cli",
 )
 
 

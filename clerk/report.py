@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
 from clerk.errors import UserError
-from clerk.provenance import footnote, load_json, reference
+from clerk.provenance.files import load_json
+from clerk.provenance.numbers import footnote, reference
 
 #: Two-sided confidence level of every interval in the paper.
 CI_LEVEL = 0.95
@@ -245,7 +246,7 @@ def environment_markdown() -> str:
     """
     import platform
 
-    from clerk.provenance import code_version, package_versions
+    from clerk.provenance.manifest import code_version, package_versions
 
     try:
         import torch

@@ -861,7 +861,7 @@ def _benchmarks_main(args) -> None:
 
 
 def _setup_main(args) -> None:
-    from clerk.provenance import write_json
+    from clerk.provenance.files import write_json
 
     facts = setup_facts(args.timelines, args.metrics, args.train, args.streams)
     write_json(facts, args.out)

@@ -22,7 +22,7 @@ from clerk.cli import main
 from clerk.errors import UserError
 from clerk.evaluate import validate_record
 from clerk.generator import generate, write_timelines
-from clerk.provenance import build_numbers, expand_spec
+from clerk.provenance.numbers import build_numbers, expand_spec
 from clerk.report import render_paper, template_literal_digits, write_csv
 from clerk.streams import POLICIES, eviction_study, make_stream, rows_to_csv
 from clerk.tables import (
