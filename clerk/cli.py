@@ -25,7 +25,7 @@ _MODULES = (
     "clerk.models",
     "clerk.train",
     "clerk.evaluate",
-    "clerk.scoring",
+    "clerk.scoring.bench",
     "clerk.locomo",
     "clerk.report",
     "clerk.tables",

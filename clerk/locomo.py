@@ -1362,8 +1362,9 @@ def bench_prefix(data: str | Path, model_dir: str | Path, conversation: str | No
 
     from tqdm.auto import tqdm
 
-    from clerk import models, prompts, scoring
+    from clerk import models, prompts
     from clerk.evaluate import make_systems
+    from clerk.scoring import mc as scoring
     from clerk.memory.reader import split_prompt
 
     if tile < 1:

@@ -687,7 +687,8 @@ class TestPrefixReuse:
     def test_evaluation_path_matches_plain_scoring(self, workdir):
         """The runner's full-system choices (one encoded prefix per conversation) equal scoring every
         question's whole prompt on its own."""
-        from clerk import models, scoring
+        from clerk import models
+        from clerk.scoring import mc as scoring
 
         runtime = Runtime(LocomoEvalConfig(), model_dir=str(workdir / "model"))
         conversations = load_locomo(PERCENA)
