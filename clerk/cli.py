@@ -24,7 +24,7 @@ _MODULES = (
     "clerk.sft",
     "clerk.models",
     "clerk.train",
-    "clerk.evaluate",
+    "clerk.evaluate.cli",
     "clerk.scoring.bench",
     "clerk.locomo",
     "clerk.report",

@@ -1063,7 +1063,7 @@ def evaluate_locomo(
 
     from tqdm.auto import tqdm
 
-    from clerk.evaluate import make_systems, mc_choose, replay
+    from clerk.evaluate.runner import make_systems, mc_choose, replay
 
     cfg = runtime.config
     assert isinstance(cfg, LocomoEvalConfig), "runtime.config must be a LocomoEvalConfig"
@@ -1127,7 +1127,7 @@ def transcript_tokens(conv: Conversation, runtime: Runtime) -> int:
 
 
 def _write_jsonl(path: Path, kind: str, rows: list[dict]) -> None:
-    from clerk.evaluate import validate_record
+    from clerk.evaluate.schemas import validate_record
 
     with open(path, "w", encoding="utf-8") as fh:
         for row in rows:
@@ -1151,7 +1151,8 @@ def main_locomo(args: argparse.Namespace) -> None:
     import time
 
     from clerk import __version__
-    from clerk.evaluate import make_systems, validate_record
+    from clerk.evaluate.runner import make_systems
+    from clerk.evaluate.schemas import validate_record
 
     from clerk.models import set_torch_threads
 
@@ -1363,7 +1364,7 @@ def bench_prefix(data: str | Path, model_dir: str | Path, conversation: str | No
     from tqdm.auto import tqdm
 
     from clerk import models, prompts
-    from clerk.evaluate import make_systems
+    from clerk.evaluate.runner import make_systems
     from clerk.scoring import mc as scoring
     from clerk.memory.reader import split_prompt
 

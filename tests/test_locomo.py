@@ -594,7 +594,7 @@ class TestSummaryRag:
 class TestEvaluateLocomo:
     def test_outputs_follow_schema(self, run):
         """predictions.jsonl and metrics.json exist and every record has exactly the documented fields."""
-        from clerk.evaluate import validate_record
+        from clerk.evaluate.schemas import validate_record
 
         rows = _jsonl(run / "predictions.jsonl")
         assert len(rows) == 10 * 4

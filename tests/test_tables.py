@@ -20,7 +20,7 @@ import yaml
 import clerk.tables as tables_module
 from clerk.cli import main
 from clerk.errors import UserError
-from clerk.evaluate import validate_record
+from clerk.evaluate.schemas import validate_record
 from clerk.generator import generate, write_timelines
 from clerk.provenance.numbers import build_numbers, expand_spec
 from clerk.report import render_paper, template_literal_digits, write_csv
