@@ -23,7 +23,7 @@ _MODULES = (
     "clerk.streams",
     "clerk.sft",
     "clerk.models",
-    "clerk.train",
+    "clerk.train.cli",
     "clerk.evaluate.cli",
     "clerk.scoring.bench",
     "clerk.locomo",
