@@ -23,12 +23,12 @@ _MODULES = (
     "clerk.streams.cli",
     "clerk.sft",
     "clerk.models.cli",
-    "clerk.train",
-    "clerk.evaluate",
-    "clerk.scoring",
+    "clerk.train.cli",
+    "clerk.evaluate.cli",
+    "clerk.scoring.bench",
     "clerk.locomo.cli",
     "clerk.report.cli",
-    "clerk.provenance",
+    "clerk.provenance.cli",
 )
 
 

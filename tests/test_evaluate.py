@@ -4,7 +4,6 @@ garbage writers, the exact rule reader on the oracle, CLI errors and the read-co
 from __future__ import annotations
 
 import csv
-import doctest
 import hashlib
 import json
 import random
@@ -12,13 +11,14 @@ from pathlib import Path
 
 import pytest
 
-import clerk.evaluate as evaluate_module
 from clerk import cli
 from clerk import ledger as L
-from clerk.evaluate import SCHEMAS, evaluate, validate_record
+from clerk.evaluate.runner import evaluate
+from clerk.evaluate.schemas import SCHEMAS, validate_record
 from clerk.generator.files import write_timelines
 from clerk.generator.timelines import generate
 from clerk.memory import MEMORY_REGISTRY, EvalConfig, LedgerSystem, Proposal, Registry, Runtime
+from doctest_kit import run_package_doctests
 
 ALL = ["clerk", "oracle", "prompted-ledger", "full", "window", "rag", "add-only", "null"]
 
@@ -66,8 +66,9 @@ def _rows(path: Path) -> list[dict]:
 
 
 def test_doctests():
-    """The module's >>> examples hold."""
-    assert doctest.testmod(evaluate_module).failed == 0
+    """The >>> examples of every clerk.evaluate module hold."""
+    result = run_package_doctests("clerk.evaluate")
+    assert result.attempted > 0 and result.failed == 0
 
 
 class TestValidateRecord:

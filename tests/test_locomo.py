@@ -596,7 +596,7 @@ class TestSummaryRag:
 class TestEvaluateLocomo:
     def test_outputs_follow_schema(self, run):
         """predictions.jsonl and metrics.json exist and every record has exactly the documented fields."""
-        from clerk.evaluate import validate_record
+        from clerk.evaluate.schemas import validate_record
 
         rows = _jsonl(run / "predictions.jsonl")
         assert len(rows) == 10 * 4
@@ -689,8 +689,8 @@ class TestPrefixReuse:
     def test_evaluation_path_matches_plain_scoring(self, workdir):
         """The runner's full-system choices (one encoded prefix per conversation) equal scoring every
         question's whole prompt on its own."""
-        from clerk import scoring
         from clerk.models.loading import chat_prompt
+        from clerk.scoring import mc as scoring
 
         runtime = Runtime(LocomoEvalConfig(), model_dir=str(workdir / "model"))
         conversations = load_locomo(PERCENA)

@@ -11,7 +11,7 @@ import clerk.memory.reader as reader_module
 import clerk.memory.text as text_module
 from clerk import ledger as L
 from clerk.errors import UserError
-from clerk.evaluate import replay
+from clerk.evaluate.runner import replay
 from clerk.memory import MEMORY_REGISTRY, EvalConfig, LedgerSystem, MemorySystem, Proposal, Registry, Runtime, View
 from clerk.memory.base import WriteResult
 from clerk.memory.reader import split_prompt

@@ -17,20 +17,13 @@ import pytest
 
 from clerk.cli import main
 from clerk.errors import UserError
-from clerk.provenance import (
-    build_manifest,
-    build_numbers,
-    csv_lookup,
-    expand_spec,
-    find_record,
-    format_value,
-    json_pointer,
-    sha256_path,
-    snakemake_records,
-    trace,
-    verify,
-    wildcards_for,
-)
+from clerk.provenance.files import sha256_path
+from clerk.provenance.keys import csv_lookup, format_value, json_pointer
+from clerk.provenance.manifest import build_manifest
+from clerk.provenance.numbers import build_numbers, expand_spec
+from clerk.provenance.records import find_record, snakemake_records, wildcards_for
+from clerk.provenance.verify import trace, verify
+from doctest_kit import run_package_doctests
 
 SNAKEFILE = """
 configfile: "config.yaml"
@@ -372,12 +365,9 @@ class TestVerify:
 
 class TestDoctests:
     def test_examples_in_docstrings(self):
-        """The >>> examples in clerk.provenance run and give the documented output."""
-        import doctest
-
-        import clerk.provenance
-
-        assert doctest.testmod(clerk.provenance).failed == 0
+        """The >>> examples in every clerk.provenance module run and give the documented output."""
+        result = run_package_doctests("clerk.provenance")
+        assert result.attempted > 0 and result.failed == 0
 
 
 class TestVerifyCleanClone:

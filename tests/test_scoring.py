@@ -7,16 +7,18 @@ Uses a tiny randomly initialised Llama (fixed seed) and a byte-level BPE tokeniz
 
 from __future__ import annotations
 
-import doctest
 import json
 import random
 
 import pytest
 import torch
 
-from clerk import cli, scoring
+from clerk import cli
 from clerk.prompts import CHAT_TEMPLATE, SPECIAL_TOKENS, answer_messages
-from clerk.scoring import (
+from clerk.scoring import bench as scoring_bench
+from clerk.scoring import mc as scoring_mc
+from clerk.scoring import prefix as scoring_prefix
+from clerk.scoring.mc import (
     encode_prefix,
     pick,
     score_batch,
@@ -25,6 +27,7 @@ from clerk.scoring import (
     score_with_prefix,
     split_is_exact,
 )
+from doctest_kit import run_package_doctests
 
 _LINES = [
     "user: I moved to Oslo last spring and I work as a chef now.",
@@ -130,8 +133,8 @@ def _max_diff(a: list[float], b: list[float]) -> float:
 
 class TestDoctests:
     def test_doctests_pass(self):
-        """The >>> examples in clerk.scoring run and pass."""
-        result = doctest.testmod(scoring)
+        """The >>> examples in every clerk.scoring module run and pass."""
+        result = run_package_doctests("clerk.scoring")
         assert result.attempted > 0 and result.failed == 0
 
 
@@ -203,7 +206,7 @@ class TestScoreOptions:
 
     def test_option_forward_split_by_token_budget(self, model, tokenizer, monkeypatch):
         """With a token budget that forces one option per forward, scores still match naive."""
-        monkeypatch.setattr(scoring, "MAX_BATCH_TOKENS", 1)
+        monkeypatch.setattr(scoring_mc, "MAX_BATCH_TOKENS", 1)
         rng = random.Random(19)
         for _ in range(5):
             prompt, options = _case(rng)
@@ -218,7 +221,7 @@ class TestScoreOptions:
         torch.manual_seed(99)
         lora = LoraConfig(r=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
         wrapped = get_peft_model(base, lora).eval()
-        assert scoring._cache_kwarg(wrapped) == scoring._cache_kwarg(base) == "cache"
+        assert scoring_prefix._cache_kwarg(wrapped) == scoring_prefix._cache_kwarg(base) == "cache"
         rng = random.Random(23)
         for _ in range(5):
             prompt, options = _case(rng)
@@ -386,7 +389,7 @@ class TestBenchScoringCli:
 
     def test_bench_case_prompt_uses_chat_template(self, tokenizer):
         """Benchmark prompts are rendered answer prompts ending in the assistant header."""
-        prompt, options = scoring._bench_case(random.Random(0), tokenizer, 50, 10)
+        prompt, options = scoring_bench._bench_case(random.Random(0), tokenizer, 50, 10)
         assert prompt.endswith("<|im_start|>assistant\n") and len(options) == 10 == len(set(options))
         head = tokenizer.apply_chat_template(
             answer_messages("", "x"), chat_template=CHAT_TEMPLATE, tokenize=False, add_generation_prompt=True

@@ -19,10 +19,10 @@ import yaml
 
 from clerk.cli import main
 from clerk.errors import UserError
-from clerk.evaluate import validate_record
+from clerk.evaluate.schemas import validate_record
 from clerk.generator.files import write_timelines
 from clerk.generator.timelines import generate
-from clerk.provenance import build_numbers, expand_spec
+from clerk.provenance.numbers import build_numbers, expand_spec
 from clerk.report.benchmarks import benchmarks_table
 from clerk.report.eviction import eviction_tables
 from clerk.report.figures import figure_accuracy, figure_eviction, figure_loss, figure_read_cost, figure_state_f1

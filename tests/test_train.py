@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 import torch
 
-from clerk import train
 from clerk.errors import UserError
 from clerk.generator.files import write_timelines
 from clerk.generator.timelines import generate
@@ -27,6 +26,11 @@ from clerk.models.loading import load_model
 from clerk.models.materialize import materialize
 from clerk.models.spec import ModelSpec
 from clerk.prompts import answer_messages, consolidate_messages, render_turns
+from clerk.train.bench import bench_consolidation, bench_throughput
+from clerk.train.config import TrainConfig
+from clerk.train.data import supervised_lm_loss
+from clerk.train.trainer import LOG_COLUMNS, complete_checkpoints, run_training, truncate_log
+from doctest_kit import run_package_doctests
 
 TINY = dict(vocab_size=1000, hidden=64, layers=2, heads=4, intermediate=128, seed=0)
 #: The run every test compares against: 30 steps, a checkpoint every 10, fp32, one thread.
@@ -72,16 +76,16 @@ def workdir(tmp_path_factory) -> dict[str, Path]:
             "materialize_seconds": time.perf_counter() - start}
 
 
-def config(workdir, out: str, **overrides) -> train.TrainConfig:
-    return train.TrainConfig(sft=str(workdir["sft"]), model=str(workdir["model"]), out=str(workdir["root"] / out),
-                             **{**RUN, **overrides})
+def config(workdir, out: str, **overrides) -> TrainConfig:
+    return TrainConfig(sft=str(workdir["sft"]), model=str(workdir["model"]), out=str(workdir["root"] / out),
+                       **{**RUN, **overrides})
 
 
 @pytest.fixture(scope="module")
 def reference(workdir):
     """The uninterrupted reference run, timed."""
     start = time.perf_counter()
-    result = train.run_training(config(workdir, "ref"))
+    result = run_training(config(workdir, "ref"))
     result.metrics["wall"] = time.perf_counter() - start
     return result
 
@@ -90,16 +94,21 @@ class TestTrainConfig:
     def test_bad_bf16(self):
         """An unknown precision mode names the choices."""
         with pytest.raises(UserError, match=r"^--bf16 must be one of auto, on, off, got 'yes'$"):
-            train.TrainConfig(sft="s", model="m", out="o", bf16="yes")
+            TrainConfig(sft="s", model="m", out="o", bf16="yes")
 
     def test_bad_max_steps(self):
         """max_steps is -1 or positive."""
         with pytest.raises(UserError, match=r"^--max-steps must be -1 or >= 1, got 0$"):
-            train.TrainConfig(sft="s", model="m", out="o", max_steps=0)
+            TrainConfig(sft="s", model="m", out="o", max_steps=0)
+
+    def test_doctests(self):
+        """The >>> examples of every clerk.train module hold."""
+        result = run_package_doctests("clerk.train")
+        assert result.attempted > 0 and result.failed == 0
 
     def test_resolved_is_json(self):
         """The resolved config is plain JSON (tuples become lists)."""
-        cfg = train.TrainConfig(sft="s", model="m", out="o", lora_targets=("q_proj",))
+        cfg = TrainConfig(sft="s", model="m", out="o", lora_targets=("q_proj",))
         assert json.loads(json.dumps(cfg.resolved()))["lora_targets"] == ["q_proj"]
 
 
@@ -126,7 +135,7 @@ class TestRunTraining:
         """train_log.csv has one finite row per step, with growing token counts and time."""
         with (reference.out / "train_log.csv").open() as handle:
             rows = list(csv.DictReader(handle))
-        assert list(rows[0]) == list(train.LOG_COLUMNS)
+        assert list(rows[0]) == list(LOG_COLUMNS)
         assert [int(r["step"]) for r in rows] == list(range(1, 31))
         assert all(math.isfinite(float(r["loss"])) for r in rows)
         tokens = [int(r["tokens_seen"]) for r in rows]
@@ -149,8 +158,8 @@ class TestRunTraining:
 
     def test_deterministic(self, workdir, reference):
         """The same seed gives a byte-identical adapter; another seed does not."""
-        again = train.run_training(config(workdir, "again"))
-        other = train.run_training(config(workdir, "other", seed=4, eval=False))
+        again = run_training(config(workdir, "again"))
+        other = run_training(config(workdir, "other", seed=4, eval=False))
         ref_bytes = (reference.out / "adapter_model.safetensors").read_bytes()
         assert (again.out / "adapter_model.safetensors").read_bytes() == ref_bytes
         assert (other.out / "adapter_model.safetensors").read_bytes() != ref_bytes
@@ -184,14 +193,14 @@ class TestRunTraining:
     def test_resume_refuses_other_config(self, workdir):
         """Checkpoints of a different config are not silently resumed."""
         cfg = config(workdir, "mismatch", max_steps=2, save_steps=1, keep_checkpoints=True)
-        train.run_training(cfg)
+        run_training(cfg)
         with pytest.raises(UserError, match="holds checkpoints of a run with a different config"):
-            train.run_training(config(workdir, "mismatch", max_steps=2, save_steps=1, lr=1e-3))
+            run_training(config(workdir, "mismatch", max_steps=2, save_steps=1, lr=1e-3))
 
     def test_modules_to_save_and_merge(self, workdir):
         """Full-trained modules are saved with the adapter, and load_model merges them into the base."""
-        result = train.run_training(config(workdir, "mts", max_steps=3, modules_to_save=("embed_tokens", "lm_head"),
-                                           bf16="on", eval=False))
+        result = run_training(config(workdir, "mts", max_steps=3, modules_to_save=("embed_tokens", "lm_head"),
+                                     bf16="on", eval=False))
         from safetensors import safe_open
 
         with safe_open(str(result.out / "adapter_model.safetensors"), "pt") as handle:
@@ -206,7 +215,7 @@ class TestRunTraining:
 
     def test_fused_loss_head(self, workdir):
         """TRL's own fused LM-head loss (the CUDA default) also trains and is recorded."""
-        result = train.run_training(config(workdir, "fused", max_steps=2, loss_head="fused", eval=False))
+        result = run_training(config(workdir, "fused", max_steps=2, loss_head="fused", eval=False))
         assert json.loads((result.out / "train_config.json").read_text())["loss_head"] == "fused"
         assert math.isfinite(result.metrics["train_loss"])
 
@@ -234,7 +243,7 @@ class TestHelpers:
         reference.backward()
         grads = [p.grad.clone() for p in model.parameters()]
         model.zero_grad()
-        loss = train.supervised_lm_loss(model, inputs, None if num_items is None else torch.tensor(num_items))
+        loss = supervised_lm_loss(model, inputs, None if num_items is None else torch.tensor(num_items))
         loss.backward()
         assert loss.item() == pytest.approx(reference.item(), rel=1e-5)
         for got, want in zip((p.grad for p in model.parameters()), grads):
@@ -245,7 +254,7 @@ class TestHelpers:
         """Rows after the checkpoint step are dropped and the clock continues from the last kept row."""
         path = tmp_path / "train_log.csv"
         path.write_text("step,loss,lr,tokens_seen,seconds\n1,2.0,1e-3,10,0.5\n2,1.9,1e-3,20,1.0\n3,1.8,1e-3,30,1.5\n")
-        assert train.truncate_log(path, 2) == 1.0
+        assert truncate_log(path, 2) == 1.0
         assert path.read_text().splitlines()[-1] == "2,1.9,1e-3,20,1.0"
 
     def test_complete_checkpoints(self, tmp_path):
@@ -256,14 +265,14 @@ class TestHelpers:
             (ckpt / "trainer_state.json").write_text("{}")
             if complete:
                 (ckpt / "clerk_complete").write_text("")
-        assert [s for s, _ in train.complete_checkpoints(tmp_path)] == [5, 10]
+        assert [s for s, _ in complete_checkpoints(tmp_path)] == [5, 10]
 
 
 class TestBench:
     def test_throughput(self, workdir):
         """Both precisions are timed on the same number of steps and the ratio is reported."""
-        result = train.bench_throughput(str(workdir["model"]), str(workdir["sft"]), steps=2, batch_size=2,
-                                        max_length=256, threads=1)
+        result = bench_throughput(str(workdir["model"]), str(workdir["sft"]), steps=2, batch_size=2,
+                                  max_length=256, threads=1)
         assert result["fp32"]["tokens"] == result["bf16"]["tokens"] > 0  # same batches
         assert result["ratio"] == pytest.approx(result["bf16"]["tok_per_s"] / result["fp32"]["tok_per_s"])
         assert result["cpu_ratio"] > 0 and result["fp32"]["cpu_seconds"] > 0
@@ -272,7 +281,7 @@ class TestBench:
         """Greedy consolidation of held-out sessions reports parse rate and op P/R/F1."""
         test_file = workdir["root"] / "test.jsonl"
         write_timelines(test_file, generate(seed=2, split="test", personas=1, sessions=3))
-        result = train.bench_consolidation(str(workdir["model"]), str(reference.out), str(test_file), sessions=3,
-                                           max_new_tokens=8)
+        result = bench_consolidation(str(workdir["model"]), str(reference.out), str(test_file), sessions=3,
+                                     max_new_tokens=8)
         assert result["sessions"] == 3 and 0 <= result["parse_rate"] <= 1
         assert 0 <= result["f1"] <= 1 and result["tp"] + result["fn"] > 0  # gold ops were counted

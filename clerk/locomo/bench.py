@@ -56,7 +56,7 @@ def _full_prompts(conv: Conversation, runtime: Runtime):
     """
     from clerk import prompts
     from clerk.models.loading import chat_prompt
-    from clerk.evaluate import make_systems
+    from clerk.evaluate.runner import make_systems
     from clerk.memory.reader import split_prompt
 
     full = make_systems(["full"], runtime, locomo_registry())["full"]
@@ -85,7 +85,7 @@ def _time_both(model, tok, texts: list[str], prefix_text: str, suffixes: list[st
 
     from tqdm.auto import tqdm
 
-    from clerk import scoring
+    from clerk.scoring import mc as scoring
 
     scoring.score_options(model, tok, texts[0], qds[0]["options"])  # warm-up: allocator, kernels
     # Interleave the two paths question by question so a shared machine's load hits both alike.

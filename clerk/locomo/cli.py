@@ -46,7 +46,7 @@ from clerk.memory.base import DTYPES, Runtime
 
 def _prepare(args: argparse.Namespace) -> tuple[LocomoConfig, Path, LocomoEvalConfig, Runtime]:
     """Resolve the data, then check directories, knobs and systems, all before any model loads."""
-    from clerk.evaluate import make_systems
+    from clerk.evaluate.runner import make_systems
 
     cfg = LocomoConfig(
         path=args.data, download=args.download, max_questions=args.max_questions,
@@ -118,7 +118,7 @@ def main_locomo(args: argparse.Namespace) -> None:
     import time
 
     from clerk import __version__
-    from clerk.evaluate import validate_record
+    from clerk.evaluate.schemas import validate_record
     from clerk.models.device import set_torch_threads
 
     start = time.perf_counter()

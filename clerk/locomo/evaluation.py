@@ -243,7 +243,7 @@ def _write_all(timelines: list[dict], systems: dict[str, Any], progress: bool):
         ``(finals, writes, write_seconds)``: system -> conversation -> final state, system ->
         write results in order, system -> seconds spent writing.
     """
-    from clerk.evaluate import replay
+    from clerk.evaluate.runner import replay
 
     finals = {name: {tl["name"]: system.init_state(tl) for tl in timelines} for name, system in systems.items()}
     writes: dict[str, list[Any]] = {name: [] for name in systems}
@@ -277,7 +277,7 @@ def _read_all(name: str, system: Any, conversations: Sequence[Conversation], tim
     """
     from tqdm.auto import tqdm
 
-    from clerk.evaluate import mc_choose
+    from clerk.evaluate.runner import mc_choose
 
     reader = system.reader_model()
     model, tok = runtime.model(reader)
@@ -334,7 +334,7 @@ def evaluate_locomo(
     """
     import time
 
-    from clerk.evaluate import make_systems
+    from clerk.evaluate.runner import make_systems
 
     cfg = runtime.config
     assert isinstance(cfg, LocomoEvalConfig), "runtime.config must be a LocomoEvalConfig"
@@ -366,7 +366,7 @@ def transcript_tokens(conv: Conversation, runtime: Runtime) -> int:
 
 def write_jsonl(path: Path, kind: str, rows: list[dict]) -> None:
     """Rows as JSON lines, each validated against its :data:`LOCOMO_SCHEMAS` kind first."""
-    from clerk.evaluate import validate_record
+    from clerk.evaluate.schemas import validate_record
 
     with open(path, "w", encoding="utf-8") as fh:
         for row in rows:

@@ -45,17 +45,17 @@ def mc_choices(model: Any, tokenizer: Any, view_text: str, questions: list[dict]
     Returns:
         One chosen index (0..len(options)-1) per question.
     """
-    from clerk import scoring
     from clerk.models.loading import chat_prompt
+    from clerk.scoring.mc import encode_prefix, pick, score_options, score_with_prefix
 
     texts = [chat_prompt(tokenizer, prompts.answer_messages(view_text, q["question"])) for q in questions]
     if len(texts) == 1:
-        return [scoring.pick(scoring.score_options(model, tokenizer, texts[0], questions[0]["options"]))]
+        return [pick(score_options(model, tokenizer, texts[0], questions[0]["options"]))]
     prefix_text, _ = split_prompt(texts[0])
     assert all(t.startswith(prefix_text) for t in texts)  # same view, same frame
-    prefix = scoring.encode_prefix(model, tokenizer, prefix_text)
+    prefix = encode_prefix(model, tokenizer, prefix_text)
     return [
-        scoring.pick(scoring.score_with_prefix(model, tokenizer, prefix, text[len(prefix_text):], q["options"]))
+        pick(score_with_prefix(model, tokenizer, prefix, text[len(prefix_text):], q["options"]))
         for text, q in zip(texts, questions)
     ]
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Callable
 
 from clerk.errors import UserError
-from clerk.provenance import load_json, write_json
+from clerk.provenance.files import load_json, write_json
 from clerk.report.benchmarks import benchmarks_markdown, benchmarks_table
 from clerk.report.eviction import eviction_markdown, eviction_tables
 from clerk.report.figures import (

@@ -20,7 +20,7 @@ import re
 from typing import NamedTuple
 
 from clerk.errors import UserError
-from clerk.provenance import footnote, reference
+from clerk.provenance.numbers import footnote, reference
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_]+)\s*:\s*([^{}]*?)\s*\}\}")
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
@@ -123,7 +123,7 @@ def environment_markdown() -> str:
     """
     import platform
 
-    from clerk.provenance import code_version, package_versions
+    from clerk.provenance.manifest import code_version, package_versions
 
     try:
         import torch

@@ -1,0 +1,81 @@
+"""The evaluation verbs: ``clerk evaluate`` (:mod:`clerk.evaluate.runner`) and ``clerk read-cost``
+(:mod:`clerk.evaluate.read_cost`).
+
+    clerk evaluate --timelines T.jsonl --model M --systems oracle --reader rule --out /tmp/ev   # exact, no model calls
+    clerk read-cost --timelines long.jsonl --tokenizer M --out results/read_cost.csv
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from clerk.evaluate.read_cost import run_read_cost
+from clerk.evaluate.runner import run_evaluate
+from clerk.memory import MEMORY_REGISTRY, EvalConfig
+from clerk.memory.base import DTYPES
+
+
+def _add_view_knobs(p: Any) -> None:
+    """The view flags both verbs share (window and rag sizes) and ``--quiet``."""
+    d = EvalConfig()
+    p.add_argument("--window-k", dest="window_k", type=int, default=d.window_k,
+                   help=f"sessions shown by the window view (default: {d.window_k})")
+    p.add_argument("--rag-k", dest="rag_k", type=int, default=d.rag_k,
+                   help=f"turns retrieved by BM25 for the rag view (default: {d.rag_k})")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+
+
+def register_cli(sub: Any) -> None:
+    """Add ``clerk evaluate`` and ``clerk read-cost``."""
+    _add_evaluate_parser(sub)
+    _add_read_cost_parser(sub)
+
+
+def _add_evaluate_parser(sub: Any) -> None:
+    """``clerk evaluate``: inputs and outputs, views, writers and readers."""
+    d = EvalConfig()
+    p = sub.add_parser(
+        "evaluate", help="replay timelines through memory systems; write predictions, ledger metrics and a summary",
+        description="Synthetic evaluation (SPEC §6): for every session, answer its questions from each system's "
+        "memory, then consolidate. Writes predictions.jsonl, ledgers.jsonl and metrics.json to --out. "
+        f"Systems: {', '.join(MEMORY_REGISTRY.names())}.")
+    # inputs and outputs
+    p.add_argument("--timelines", required=True, help="timelines file (JSON lines, one persona per line)")
+    p.add_argument("--model", required=True, help="base model directory (from clerk materialize-model)")
+    p.add_argument("--adapter", default=None, help="LoRA adapter directory (from clerk train); needed by clerk")
+    p.add_argument("--systems", nargs="+", required=True, metavar="NAME", help="memory systems (registry keys)")
+    p.add_argument("--out", required=True, help="output directory")
+    # views
+    _add_view_knobs(p)
+    p.add_argument("--max-read-tokens", dest="max_read_tokens", type=int, default=d.max_read_tokens,
+                   help="cap on transcript-view tokens; -1 = reader context minus a prompt reserve (default: -1)")
+    p.add_argument("--add-only-budget", dest="add_only_budget", type=int, default=d.add_only_budget,
+                   help="add-only view budget in tokens; -1 = the gold ledger view's tokens at that session (default: -1)")
+    # writers and readers
+    p.add_argument("--max-new-tokens", dest="max_new_tokens", type=int, default=d.max_new_tokens,
+                   help=f"generation cap for model writers, tokens (default: {d.max_new_tokens})")
+    p.add_argument("--batch-size", dest="batch_size", type=int, default=d.batch_size,
+                   help=f"prompts per generation batch (default: {d.batch_size})")
+    p.add_argument("--reader", choices=("mc", "rule"), default=d.reader,
+                   help="mc = multiple-choice log-likelihood; rule = exact rule reader, ledger systems only (default: mc)")
+    p.add_argument("--baseline-reader", dest="baseline_reader", choices=("base", "adapter"), default=d.baseline_reader,
+                   help="model reading full/window/rag/add-only/null (default: base)")
+    p.add_argument("--dtype", choices=DTYPES, default=d.dtype,
+                   help="inference dtype of readers and writers; auto = bf16 on CUDA, fp32 on CPU (default: auto)")
+    p.add_argument("--threads", type=int, default=0, metavar="N",
+                   help="torch CPU threads; 0 = torch's default (default: 0)")
+    p.set_defaults(func=run_evaluate)
+
+
+def _add_read_cost_parser(sub: Any) -> None:
+    """``clerk read-cost``: the probe's inputs, output and view flags."""
+    p = sub.add_parser(
+        "read-cost", help="read tokens per question by session index for each memory view (tokenizer only)",
+        description="Read-cost probe: mean view tokens per question by session index for the oracle ledger "
+        "(stand-in for clerk), full, window, rag and add-only views; no model calls. Writes a CSV "
+        "(session, view, mean_read_tokens, n).")
+    p.add_argument("--timelines", required=True, help="timelines file (JSON lines), e.g. a long-horizon set")
+    p.add_argument("--tokenizer", required=True, help="model or tokenizer directory whose tokenizer counts tokens")
+    p.add_argument("--out", required=True, help="output CSV path")
+    _add_view_knobs(p)
+    p.set_defaults(func=run_read_cost)

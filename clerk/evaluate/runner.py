@@ -1,0 +1,264 @@
+"""The synthetic evaluation runner (``clerk evaluate``, SPEC §6): replay timelines through memory systems.
+
+Every persona's sessions are replayed in order for every memory system (registry keys from
+``clerk.memory``). At each session index, for each system: the session's questions are answered
+from memory as it stands *before* the session (session 0 has none), then the session is
+consolidated, batched across personas. Three files are written to ``--out``:
+
+* ``predictions.jsonl``: one row per question x system (:data:`~clerk.evaluate.schemas.SCHEMAS`
+  ``"predictions"``);
+* ``ledgers.jsonl``: one row per session x persona x ledger system, write-side metrics against
+  the gold program and gold ``ledger_after`` (``SCHEMAS["ledgers"]``);
+* ``metrics.json``: the per-seed summary per system, with the config, system versions and the
+  input's sha256 (``SCHEMAS["metrics"]`` and ``SCHEMAS["metrics.system"]``), written last.
+
+    clerk evaluate --timelines results/data/test_137.jsonl --model resources/models/smollm2-135m \\
+        --adapter results/train/adapter_137 --systems clerk oracle full window rag add-only --out results/eval/test_137
+    clerk evaluate --timelines T.jsonl --model M --systems oracle --reader rule --out /tmp/ev   # exact, no model calls
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from clerk.errors import UserError
+from clerk.evaluate.schemas import METRICS_SCHEMA_ID, validate_record, write_jsonl
+from clerk.evaluate.summary import is_stale_error, ledger_row, summarize
+from clerk.memory import MEMORY_REGISTRY, EvalConfig, MemorySystem, Registry, Runtime
+
+
+def make_systems(names: list[str], runtime: Runtime, registry: Registry = MEMORY_REGISTRY) -> dict[str, MemorySystem]:
+    """Instantiate systems by registry key, checking up front that their needs are met.
+
+    Raises:
+        UserError: an unknown or repeated name, the rule reader with a non-ledger system, or a
+            system that needs the adapter when none was given.
+    """
+    if not names:
+        raise UserError("--systems must name at least one memory system")
+    out: dict[str, MemorySystem] = {}
+    for name in names:
+        if name in out:
+            raise UserError(f"--systems lists {name!r} twice")
+        try:
+            out[name] = registry.get(name)(runtime)
+        except KeyError as err:
+            raise UserError(f"--systems: {err.args[0]}") from None
+    for name, system in out.items():
+        if runtime.config.reader == "rule" and not system.is_ledger:
+            raise UserError(f"--reader rule needs a ledger system, got {name!r} (use --reader mc)")
+        needs_adapter = getattr(system, "writer_kind", None) == "adapter" or (
+            runtime.config.reader == "mc" and system.reader_model() == "adapter")
+        if needs_adapter and runtime.adapter_dir is None:
+            raise UserError(f"--adapter is required for system {name!r} (it reads or writes with the trained adapter)")
+    return out
+
+
+def mc_choose(model: Any, tokenizer: Any, questions: list[dict], views: list[Any]) -> list[int]:
+    """The MC reader's chosen option per question; questions whose views are the same text share
+    one encoded prompt prefix (``reader.mc_choices``), so a long view is encoded once.
+
+    Args:
+        model, tokenizer: the reader.
+        questions: question dicts with ``question`` and ``options``.
+        views: one :class:`~clerk.memory.View` per question.
+
+    Returns:
+        One chosen option index per question, in order.
+    """
+    from clerk.memory.reader import mc_choices
+
+    chosen = [-1] * len(questions)
+    groups: dict[str, list[int]] = {}
+    for k, view in enumerate(views):
+        groups.setdefault(view.text, []).append(k)
+    for text, ks in groups.items():
+        for k, c in zip(ks, mc_choices(model, tokenizer, text, [questions[k] for k in ks])):
+            chosen[k] = c
+    return chosen
+
+
+def replay(
+    timelines: list[dict],
+    systems: dict[str, MemorySystem],
+    answer: Callable[..., None],
+    wrote: Callable[..., None] | None = None,
+    progress: bool = True,
+) -> dict[str, float]:
+    """Drive every system through every persona's sessions in order; returns wall seconds per system.
+
+    Args:
+        timelines: personas (timeline dicts).
+        systems: name -> system instance.
+        answer: ``answer(name, system, timeline, session, state, views)`` for each persona-session
+            with questions; ``views`` is one :class:`~clerk.memory.View` per question, built after
+            ``on_questions``.
+        wrote: ``wrote(name, system, timeline, session, state_before, result)`` after each write.
+        progress: show a tqdm bar on stderr.
+
+    Returns:
+        Wall seconds spent per system (reading + writing).
+    """
+    from tqdm.auto import tqdm
+
+    states = {name: [system.init_state(tl) for tl in timelines] for name, system in systems.items()}
+    seconds = {name: 0.0 for name in systems}
+    n_index = max((len(tl["sessions"]) for tl in timelines), default=0)
+    for index in tqdm(range(n_index), desc="sessions", unit="session", file=sys.stderr, disable=not progress):
+        active = [j for j, tl in enumerate(timelines) if index < len(tl["sessions"])]
+        for name, system in systems.items():
+            start = time.perf_counter()
+            for j in active:
+                tl, session = timelines[j], timelines[j]["sessions"][index]
+                assert session["index"] == index, f"{tl['name']}: session {index} has index {session['index']}"
+                questions = session.get("questions") or []
+                if not questions:
+                    continue
+                states[name][j] = system.on_questions(states[name][j], tl, session)
+                views = [system.view(states[name][j], tl, session, q) for q in questions]
+                answer(name, system, tl, session, states[name][j], views)
+            before = [states[name][j] for j in active]
+            results = system.write(before, [timelines[j] for j in active], [timelines[j]["sessions"][index] for j in active])
+            assert len(results) == len(active)
+            for j, state, result in zip(active, before, results):
+                if wrote is not None:
+                    wrote(name, system, timelines[j], timelines[j]["sessions"][index], state, result)
+                states[name][j] = result.state
+            seconds[name] += time.perf_counter() - start
+    return seconds
+
+
+def load_up_front(runtime: Runtime, systems: dict[str, MemorySystem]) -> None:
+    """Load the tokenizer and every model the systems read (MC reader) or write with, so that wall
+    times and per-write seconds exclude loading."""
+    runtime.tokenizer  # noqa: B018
+    for system in systems.values():
+        if runtime.config.reader == "mc":
+            runtime.model(system.reader_model())
+        if getattr(system, "writer_kind", None) is not None:
+            runtime.model(system.writer_kind)
+
+
+def _prediction_rows(name: str, tl: dict, session: dict, views: list[Any], chosen: list[int], reader: str,
+                     runtime: Runtime) -> list[dict]:
+    """The ``predictions`` records of one persona-session's questions for system ``name``."""
+    return [{
+        "system": name, "persona": tl["name"], "split": tl["split"], "seed": tl["seed"],
+        "session": session["index"], "q": k, "type": q["type"], "pred": q["pred"], "chosen": c,
+        "correct_index": q["correct"], "correct": c == q["correct"],
+        "stale_error": is_stale_error(tl, session["index"], q, c),
+        "read_tokens": runtime.count_tokens(view.text), "truncated": bool(view.truncated), "reader": reader,
+    } for k, (q, view, c) in enumerate(zip(session["questions"], views, chosen))]
+
+
+def evaluate(
+    timelines: list[dict],
+    system_names: list[str],
+    runtime: Runtime,
+    registry: Registry = MEMORY_REGISTRY,
+    progress: bool = True,
+) -> tuple[list[dict], list[dict], dict[str, dict]]:
+    """Run the evaluation in memory.
+
+    Args:
+        timelines: personas to replay (one split/seed file).
+        system_names: registry keys.
+        runtime: config, models and tokenizer.
+        registry: where the names are looked up (tests pass a local one).
+        progress: show progress bars.
+
+    Returns:
+        (prediction rows, ledger rows, per-system summary) following :data:`~clerk.evaluate.schemas.SCHEMAS`.
+
+    Raises:
+        UserError: see :func:`make_systems`.
+    """
+    from clerk.memory.reader import rule_choice
+
+    systems = make_systems(system_names, runtime, registry)
+    cfg = runtime.config
+    load_up_front(runtime, systems)
+    predictions: list[dict] = []
+    ledger_rows: list[dict] = []
+
+    def answer(name, system, tl, session, state, views):
+        questions = session["questions"]
+        reader = "rule" if cfg.reader == "rule" else system.reader_model()
+        if cfg.reader == "rule":
+            chosen = [rule_choice(system.ledger(state), tl["name"], q) for q in questions]
+        else:
+            chosen = mc_choose(*runtime.model(reader), questions, views)
+        predictions.extend(_prediction_rows(name, tl, session, views, chosen, reader, runtime))
+
+    def wrote(name, system, tl, session, before, result):
+        if system.is_ledger:
+            ledger_rows.append(ledger_row(name, tl, session, system.ledger(before), result))
+        else:
+            write_tokens[name].append(result.write_tokens)
+
+    write_tokens: dict[str, list[int]] = {name: [] for name in systems}
+    seconds = replay(timelines, systems, answer, wrote, progress)
+    summary = {name: summarize(name, system, predictions, ledger_rows, write_tokens[name], seconds[name], cfg)
+               for name, system in systems.items()}
+    for row in ledger_rows:
+        row.pop("_scores")
+    return predictions, ledger_rows, summary
+
+
+def load_timelines_file(path: str) -> list[dict]:
+    """Timelines via ``clerk.generator.load_timelines``, with input errors as UserError."""
+    from clerk.generator.files import load_timelines
+
+    if not Path(path).is_file():
+        raise UserError(f"--timelines must be an existing timelines file (JSON lines), got {path!r}")
+    timelines = load_timelines(path)
+    if not timelines:
+        raise UserError(f"--timelines {path!r} holds no persona")
+    return timelines
+
+
+def run_evaluate(args: Any, registry: Registry = MEMORY_REGISTRY) -> None:
+    """``clerk evaluate``: evaluate, then write predictions.jsonl, ledgers.jsonl and metrics.json (last).
+
+    Raises:
+        UserError: bad arguments or timelines (see :func:`make_systems`, :class:`EvalConfig`).
+    """
+    start = time.perf_counter()
+    from clerk.models.device import set_torch_threads
+    from clerk.models.hashes import sha256_file
+
+    set_torch_threads(args.threads)
+    cfg = EvalConfig(window_k=args.window_k, rag_k=args.rag_k, max_new_tokens=args.max_new_tokens,
+                     batch_size=args.batch_size, reader=args.reader, baseline_reader=args.baseline_reader,
+                     max_read_tokens=args.max_read_tokens, add_only_budget=args.add_only_budget,
+                     dtype=args.dtype)
+    runtime = Runtime(cfg, model_dir=args.model, adapter_dir=args.adapter)
+    make_systems(args.systems, runtime, registry)  # fail on bad names before loading anything
+    timelines = load_timelines_file(args.timelines)
+    predictions, ledger_rows, summary = evaluate(timelines, args.systems, runtime, registry, progress=not args.quiet)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_jsonl(out / "predictions.jsonl", "predictions", predictions)
+    write_jsonl(out / "ledgers.jsonl", "ledgers", ledger_rows)
+    from clerk import __version__
+
+    metrics = {
+        "schema": METRICS_SCHEMA_ID,
+        "input": {"path": str(args.timelines), "sha256": sha256_file(args.timelines), "n_personas": len(timelines),
+                  "splits": sorted({tl["split"] for tl in timelines}), "seeds": sorted({tl["seed"] for tl in timelines})},
+        "config": {"systems": list(args.systems), "model": args.model, "adapter": args.adapter, **cfg.to_dict()},
+        "versions": {"clerk": __version__, **{name: summary[name]["version"] for name in args.systems}},
+        "systems": summary,
+        "wall_seconds": float(time.perf_counter() - start),
+    }
+    validate_record("metrics", metrics)
+    for record in summary.values():
+        validate_record("metrics.system", record)
+    # metrics.json last: its existence means the run completed.
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"clerk evaluate: {len(predictions)} predictions, {len(ledger_rows)} ledger rows -> {out} "
+          f"in {metrics['wall_seconds']:.1f} s", file=sys.stderr)

@@ -1,0 +1,348 @@
+"""The training run: checkpoints and resumption, the log callbacks, and :func:`run_training`.
+
+OUT gets ``adapter_model.safetensors``, ``adapter_config.json``, ``train_log.csv`` (one row per
+logged step), ``metrics.json`` (final losses, steps, tokens, seconds, resumes) and
+``train_config.json`` (the resolved config, device, precision and package versions).
+Checkpoints go to ``OUT/checkpoints/checkpoint-<step>/`` (only the newest is kept) and are
+deleted once training succeeds unless ``--keep-checkpoints``. A checkpoint holds the optimizer,
+scheduler and RNG states that transformers writes with ``torch.save``; resuming reads them back
+with ``torch.load(weights_only=True)`` (tensors and plain containers only, no arbitrary
+unpickling), and only from files this command wrote itself. Weights are safetensors throughout.
+
+    clerk train --sft results/sft/137 --model resources/models/scratch --seed 137 --out /tmp/adapter --max-steps 30 --bf16 off
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import shutil
+import sys
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from clerk.errors import UserError
+from clerk.train.config import TrainConfig, resolve_bf16, resolve_device, resolve_loss_head
+from clerk.train.data import load_sft, sft_trainer_class
+
+LOG_COLUMNS = ("step", "loss", "lr", "tokens_seen", "seconds")
+#: Written into a checkpoint directory once the Trainer has finished saving it; only marked
+#: checkpoints are resumed from, so a kill in the middle of a save is harmless.
+_COMPLETE_MARKER = "clerk_complete"
+#: Config keys that may change between a run and its resumption (they do not affect the result).
+_RUNTIME_KEYS = ("threads", "keep_checkpoints", "out")
+
+
+@dataclass
+class TrainResult:
+    """What :func:`run_training` produced. ``model`` is the trained PEFT model (in memory)."""
+
+    out: Path
+    steps: int
+    metrics: dict[str, Any]
+    resumed_from: int | None
+    model: Any = field(repr=False, default=None)
+
+
+# --------------------------------------------------------------------------- checkpoints and the log
+
+
+def complete_checkpoints(ckpt_dir: str | Path) -> list[tuple[int, Path]]:
+    """``(step, path)`` of every fully written checkpoint under ``ckpt_dir``, by step."""
+    found = []
+    for path in Path(ckpt_dir).glob("checkpoint-*"):
+        step = path.name.split("-", 1)[1]
+        if step.isdigit() and (path / _COMPLETE_MARKER).is_file() and (path / "trainer_state.json").is_file():
+            found.append((int(step), path))
+    return sorted(found)
+
+
+def truncate_log(path: str | Path, last_step: int) -> float:
+    """Drop ``train_log.csv`` rows after ``last_step`` (they are redone on resume).
+
+    Returns:
+        The ``seconds`` of the last kept row (0.0 if none), so the resumed run continues the clock.
+    """
+    path = Path(path)
+    if not path.is_file():
+        return 0.0
+    with path.open(newline="") as handle:
+        rows = [row for row in csv.DictReader(handle) if int(row["step"]) <= last_step]
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=LOG_COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    return float(rows[-1]["seconds"]) if rows else 0.0
+
+
+def _callbacks(log_path: Path, seconds_offset: float, extra: list | None):
+    """The CSV logger and the checkpoint-complete marker, as TrainerCallbacks."""
+    from transformers import TrainerCallback
+
+    class CsvLog(TrainerCallback):
+        """Append one ``train_log.csv`` row per training log event (flushed, so a kill keeps them)."""
+
+        def __init__(self) -> None:
+            self.start = time.perf_counter()
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if not logs or "loss" not in logs:
+                return
+            new = not log_path.is_file()
+            with log_path.open("a", newline="") as handle:
+                writer = csv.writer(handle)
+                if new:
+                    writer.writerow(LOG_COLUMNS)
+                writer.writerow([
+                    state.global_step, f"{logs['loss']:.6f}", f"{logs.get('learning_rate', 0.0):.6e}",
+                    int(logs.get("num_input_tokens_seen", state.num_input_tokens_seen)),
+                    f"{seconds_offset + time.perf_counter() - self.start:.2f}",
+                ])
+
+    class MarkComplete(TrainerCallback):
+        """Mark a checkpoint as fully written (on_save runs after the Trainer finished saving it)."""
+
+        def on_save(self, args, state, control, **kwargs):
+            ckpt = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            if ckpt.is_dir():
+                (ckpt / _COMPLETE_MARKER).write_text(f"{state.global_step}\n")
+
+    return [CsvLog(), MarkComplete(), *(extra or [])]
+
+
+def _prepare_resume(cfg: TrainConfig, out: Path, ckpt_dir: Path) -> tuple[int | None, Path | None, float]:
+    """Find the checkpoint to resume from, or start clean; stamp ``ckpt_dir`` with this config.
+
+    A rerun resumes only a run with the same result-defining config (all but ``_RUNTIME_KEYS``).
+
+    Returns:
+        ``(resume_step, resume_path, seconds_offset)``: ``(None, None, 0.0)`` for a fresh start;
+        the offset continues the ``train_log.csv`` clock after the kept rows.
+
+    Raises:
+        UserError: ``ckpt_dir`` holds checkpoints of a run with a different config.
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    stamp = ckpt_dir / "clerk_train_config.json"
+    defining = {k: v for k, v in cfg.resolved().items() if k not in _RUNTIME_KEYS}
+    resume = complete_checkpoints(ckpt_dir)
+    if resume:
+        previous = json.loads(stamp.read_text()) if stamp.is_file() else None
+        if previous != defining:
+            raise UserError(
+                f"{ckpt_dir} holds checkpoints of a run with a different config; rerun with the same flags "
+                f"or delete {ckpt_dir} to start over"
+            )
+    else:
+        shutil.rmtree(ckpt_dir, ignore_errors=True)
+        (out / "train_log.csv").unlink(missing_ok=True)
+    ckpt_dir.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(json.dumps(defining, indent=2) + "\n")
+    if not resume:
+        return None, None, 0.0
+    resume_step, resume_path = resume[-1]
+    print(f"clerk train: resuming from checkpoint {resume_path} (step {resume_step})", file=sys.stderr)
+    return resume_step, resume_path, truncate_log(out / "train_log.csv", resume_step)
+
+
+# --------------------------------------------------------------------------- model and trainer
+
+
+def _check_model_dir(model: str) -> Path:
+    """The materialised base-model directory (config.json + safetensors), or a UserError."""
+    model_dir = Path(model)
+    if not (model_dir / "config.json").is_file() or not any(model_dir.glob("*.safetensors")):
+        raise UserError(f"--model must be a materialised model directory (config.json + safetensors), got {model!r}")
+    return model_dir
+
+
+def _build_model(cfg: TrainConfig, model_dir: Path, device: str, bf16: bool):
+    """Seed, load the base model and its tokenizer, and wrap the model with LoRA.
+
+    Returns:
+        ``(peft_model, tokenizer, weights_dtype)``; weights are bf16 only on CUDA with ``bf16``.
+
+    Raises:
+        UserError: the tokenizer does not carry CLERK's chat template.
+    """
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer, set_seed
+
+    from clerk.prompts import CHAT_TEMPLATE
+
+    # Seed before anything random (LoRA A init, dropout).
+    set_seed(cfg.seed)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    if tokenizer.chat_template != CHAT_TEMPLATE:
+        raise UserError(f"{model_dir} does not carry CLERK's chat template; rematerialise it with `clerk materialize-model`")
+    weights_dtype = torch.bfloat16 if (bf16 and device == "cuda") else torch.float32
+    base = AutoModelForCausalLM.from_pretrained(model_dir, dtype=weights_dtype, use_safetensors=True)
+    base.config.use_cache = False  # no KV cache while training
+    lora_kwargs: dict[str, Any] = {}
+    if cfg.modules_to_save and getattr(base.config, "tie_word_embeddings", False):
+        lora_kwargs["ensure_weight_tying"] = True  # keep a tied lm_head/embedding pair tied
+    lora = LoraConfig(
+        r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
+        target_modules=list(cfg.lora_targets), modules_to_save=list(cfg.modules_to_save) or None,
+        bias="none", task_type="CAUSAL_LM", **lora_kwargs,
+    )
+    with warnings.catch_warnings():
+        # PEFT 0.21 reads the attribute transformers 5.2x renamed; harmless, and not ours to fix.
+        warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
+        model = get_peft_model(base, lora)
+    return model, tokenizer, weights_dtype
+
+
+def _sft_args(cfg: TrainConfig, ckpt_dir: Path, device: str, bf16: bool):
+    """The ``SFTConfig``, with every TRL default that matters set explicitly.
+
+    TRL 1.x defaults gradient checkpointing and bf16 to True: both are set explicitly.
+    transformers 5.2x renamed gradient_checkpointing to activation_checkpointing (old name warns).
+    """
+    from trl import SFTConfig
+
+    fields = {f.name for f in dataclasses.fields(SFTConfig)}
+    checkpointing = "activation_checkpointing" if "activation_checkpointing" in fields else "gradient_checkpointing"
+    return SFTConfig(
+        **{checkpointing: False},
+        output_dir=str(ckpt_dir),
+        seed=cfg.seed,
+        data_seed=cfg.seed,
+        learning_rate=cfg.lr,
+        num_train_epochs=cfg.epochs,
+        max_steps=cfg.max_steps,
+        per_device_train_batch_size=cfg.batch_size,
+        per_device_eval_batch_size=cfg.batch_size,
+        gradient_accumulation_steps=cfg.grad_accum,
+        warmup_steps=cfg.warmup,
+        lr_scheduler_type=cfg.scheduler,
+        weight_decay=cfg.weight_decay,
+        max_length=cfg.max_length,
+        assistant_only_loss=True,
+        packing=False,
+        bf16=bf16,
+        fp16=False,
+        use_cpu=device == "cpu",
+        report_to="none",
+        logging_strategy="steps",
+        logging_steps=cfg.logging_steps,
+        save_strategy="steps" if cfg.save_steps else "no",
+        save_steps=cfg.save_steps or 500,
+        save_total_limit=1,
+        eval_strategy="no",
+        prediction_loss_only=True,  # the validation pass reads the loss only, never the logits
+        include_num_input_tokens_seen="non_padding",
+        dataloader_num_workers=0,
+        disable_tqdm=False,
+    )
+
+
+# --------------------------------------------------------------------------- training
+
+
+def _train(trainer, resume_path: Path | None, resume_step: int | None, evaluate: bool) -> dict[str, Any]:
+    """Train (resuming from ``resume_path`` if given), then the validation loss if ``evaluate``."""
+    start = time.perf_counter()
+    output = trainer.train(resume_from_checkpoint=str(resume_path) if resume_path else None)
+    metrics: dict[str, Any] = {
+        "train_loss": output.training_loss,
+        "steps": trainer.state.global_step,
+        "tokens_seen": int(trainer.state.num_input_tokens_seen),
+        "seconds_this_run": round(time.perf_counter() - start, 2),
+        "resumed_from_step": resume_step,
+    }
+    if evaluate:
+        metrics["eval_loss"] = trainer.evaluate()["eval_loss"]
+    return metrics
+
+
+def _save(out: Path, trained, metrics: dict[str, Any], record: dict[str, Any]) -> None:
+    """Adapter (safetensors), ``metrics.json``, then ``train_config.json`` (the sidecar goes last)."""
+    trained.save_pretrained(out)
+    (out / "README.md").unlink(missing_ok=True)  # PEFT's model-card stub, not ours
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
+    (out / "train_config.json").write_text(json.dumps(record, indent=2) + "\n")
+
+
+def _run_record(cfg: TrainConfig, trainer, device: str, bf16: bool, loss_head: str, weights_dtype,
+                model_dir: Path) -> dict[str, Any]:
+    """The ``train_config.json`` record: resolved config, device, precision, sizes, versions."""
+    import torch
+
+    from clerk.models.materialize import _versions
+
+    return {
+        "config": cfg.resolved(),
+        "device": device,
+        "bf16": bf16,
+        "gradient_checkpointing": bool(trainer.args.gradient_checkpointing),
+        "loss_head": loss_head,
+        "weights_dtype": str(weights_dtype).removeprefix("torch."),
+        "threads": torch.get_num_threads(),
+        "trainable_params": sum(p.numel() for p in trainer.model.parameters() if p.requires_grad),
+        "base_model_source": _read_json(model_dir / "source.json"),
+        "versions": _versions(),
+    }
+
+
+def run_training(cfg: TrainConfig, extra_callbacks: list | None = None) -> TrainResult:
+    """Train a LoRA adapter; resume from the newest complete checkpoint in ``OUT/checkpoints``.
+
+    Steps: 1. resolve device/precision and check a resumable state matches this config;
+    2. seed, load base model + tokenizer, wrap with LoRA; 3. SFTTrainer with every TRL default
+    that matters set explicitly; 4. train (resuming if possible); 5. save adapter, metrics, config;
+    6. drop checkpoints.
+
+    Args:
+        cfg: the run's config.
+        extra_callbacks: more ``TrainerCallback`` objects (the benchmark's step timer).
+
+    Returns:
+        A :class:`TrainResult` (with the trained PEFT model in memory).
+
+    Raises:
+        UserError: bad inputs, or checkpoints in OUT that come from a different config.
+    """
+    import torch
+
+    out = Path(cfg.out)
+    ckpt_dir = out / "checkpoints"
+    # 1. Inputs, device and precision; resume only a run with the same result-defining config.
+    if cfg.threads:
+        torch.set_num_threads(cfg.threads)
+    device = resolve_device(cfg.device)
+    bf16 = resolve_bf16(cfg.bf16, device)
+    train_ds, eval_ds = load_sft(cfg.sft)
+    model_dir = _check_model_dir(cfg.model)
+    resume_step, resume_path, seconds_offset = _prepare_resume(cfg, out, ckpt_dir)
+    # 2. The PEFT model.
+    model, tokenizer, weights_dtype = _build_model(cfg, model_dir, device, bf16)
+    # 3. The trainer.
+    args = _sft_args(cfg, ckpt_dir, device, bf16)
+    loss_head = resolve_loss_head(cfg.loss_head, device)
+    trainer = sft_trainer_class(loss_head)(
+        model=model,
+        args=args,
+        train_dataset=train_ds,
+        eval_dataset=eval_ds if cfg.eval else None,
+        processing_class=tokenizer,
+        callbacks=_callbacks(out / "train_log.csv", seconds_offset, extra_callbacks),
+    )
+    # 4. Train.
+    metrics = _train(trainer, resume_path, resume_step, cfg.eval and eval_ds is not None)
+    # 5. Adapter, metrics, resolved config.
+    _save(out, trainer.model, metrics, _run_record(cfg, trainer, device, bf16, loss_head, weights_dtype, model_dir))
+    # 6. Checkpoints only serve resumption.
+    if not cfg.keep_checkpoints:
+        shutil.rmtree(ckpt_dir, ignore_errors=True)
+    return TrainResult(out=out, steps=trainer.state.global_step, metrics=metrics, resumed_from=resume_step,
+                       model=trainer.model)
+
+
+def _read_json(path: Path) -> Any:
+    return json.loads(path.read_text()) if path.is_file() else None
