@@ -30,6 +30,7 @@ _MODULES = (
     "clerk.report",
     "clerk.tables",
     "clerk.provenance",
+    "clerk.store.cli",
 )
 
 
