@@ -22,7 +22,7 @@ predicate ever held), and two counters:
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,6 +93,22 @@ class Snapshot:
     ledger: list
     transcripts: list = field(default_factory=list)
     derived: dict = field(default_factory=dict)
+
+    def texts(self) -> Iterator[str]:
+        """Every text the snapshot holds: ledger values (``o``, ``prev``), turns, derived texts.
+        What an erasure check scans.
+
+        >>> list(Snapshot("Ari", 0, 1, [{"i": 0, "s": "Ari", "p": "city", "o": "Oslo", "prev": "Rome", "v": 1,
+        ...      "born": 0, "t": 0, "uses": 0}], [{"session": 0, "turns": [{"role": "user", "content": "Oslo!"}]}],
+        ...      {"note": ["Ari: Oslo"]}).texts())
+        ['Oslo', 'Rome', 'Oslo!', 'Ari: Oslo']
+        """
+        for slot in L.occupied(self.ledger):
+            yield from (v for v in (slot["o"], slot["prev"]) if v is not None)
+        for entry in self.transcripts:
+            yield from (turn["content"] for turn in entry["turns"])
+        for texts in self.derived.values():
+            yield from texts
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ No index key holds a value or a text, only subjects, predicates and positions.
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -234,12 +234,3 @@ class SqlStore(Store):
         db.many(f"UPDATE {table} SET {column} = ? WHERE subject = ? AND {keys[0]} = ? AND {keys[1]} = ?", changed)
         return len(changed)
 
-
-def iter_texts(snapshot: Snapshot) -> Iterator[str]:
-    """Every text a snapshot holds (ledger values, turns, derived): what an erasure audit scans."""
-    for slot in L.occupied(snapshot.ledger):
-        yield from (v for v in (slot["o"], slot["prev"]) if v is not None)
-    for entry in snapshot.transcripts:
-        yield from (turn["content"] for turn in entry["turns"])
-    for texts in snapshot.derived.values():
-        yield from texts

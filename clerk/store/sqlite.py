@@ -58,16 +58,26 @@ class SQLiteStore(SqlStore):
         try:
             # isolation_level=None: no implicit transactions; every one is an explicit BEGIN.
             self._conn = sqlite3.connect(path, timeout=timeout, isolation_level=None)
-            for name, value, expected in PRAGMAS:
-                got = self._conn.execute(f"PRAGMA {name} = {value}").fetchone()
-                got = self._conn.execute(f"PRAGMA {name}").fetchone()[0] if got is None else got[0]
-                if got != expected:
-                    raise StoreError(f"SQLite store {path!r}: PRAGMA {name} reads back {got!r}, expected "
-                                     f"{expected!r} (is another connection holding it in another mode?)")
-            with self._txn(write=True) as db:
-                self._create_schema(db)
         except sqlite3.Error as err:
             raise StoreError(f"cannot open SQLite store {path!r}: {err}") from None
+        for name, value, expected in PRAGMAS:
+            if name == "journal_mode" and path == ":memory:":
+                continue  # an in-memory database has no files and its journal mode is "memory"
+            self._set_pragma(name, value, expected)
+        with self._txn(write=True) as db:
+            self._create_schema(db)
+
+    def _set_pragma(self, name: str, value: str, expected: object) -> None:
+        """Set a pragma and check it reads back as ``expected``; StoreError otherwise."""
+        try:
+            got = self._conn.execute(f"PRAGMA {name} = {value}").fetchone()
+            got = self._conn.execute(f"PRAGMA {name}").fetchone()[0] if got is None else got[0]
+        except sqlite3.Error as err:
+            got = f"an error ({err})"
+        if got != expected:
+            self._conn.close()
+            raise StoreError(f"SQLite store {self.path!r}: PRAGMA {name} = {value} reads back {got!r}, expected "
+                             f"{expected!r}; is another connection holding the database in WAL mode?")
 
     @contextmanager
     def _txn(self, write: bool) -> Iterator[Db]:

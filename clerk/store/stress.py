@@ -33,7 +33,6 @@ from clerk import ledger as L
 from clerk.errors import UserError
 from clerk.store import ConcurrentPublish, StaleGeneration, backend_of, open_store
 from clerk.store.audit import Forgot, Published, Seen, judge
-from clerk.store.sql import iter_texts
 
 #: Value pools per predicate; a value is ``<pool word>-<worker:3><counter:6>``, unique per run.
 PREDICATES = {
@@ -133,7 +132,7 @@ def derive(derived: dict, turns: list[dict], ledger: list, session: int) -> dict
 
 def _seen(snapshot) -> Seen:
     return Seen(snapshot.subject, snapshot.generation,
-                frozenset(code for text in iter_texts(snapshot) for code in CODE_RE.findall(text)))
+                frozenset(code for text in snapshot.texts() for code in CODE_RE.findall(text)))
 
 
 # --------------------------------------------------------------------------- processes
