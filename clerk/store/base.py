@@ -233,9 +233,13 @@ class Store(abc.ABC):
         them), deletes the store's record of the values the predicate was published with, and
         redacts each of those values (plus ``values``, for values the caller knows but the
         ledger never held) in the subject's transcript log and derived memories. A whole-subject
-        forget deletes the subject's ledger, log, derived memories and records. Either way the
-        erase generation advances in the same transaction, and the call returns only once that
-        transaction is durable. Other subjects are untouched.
+        forget deletes the subject's ledger, log, derived memories and records; the subject's
+        row (its name, budget and counters) stays, since the generation must outlive the erasure
+        to fence consolidations that read before it. Either way the erase generation advances in
+        the same transaction, and the call returns only once that transaction is durable.
+
+        Not erased: other subjects, and a slot of another predicate of this subject that holds
+        the same string (a different fact; its value is redacted in texts all the same).
         """
 
     @abc.abstractmethod
