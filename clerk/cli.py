@@ -29,6 +29,7 @@ _MODULES = (
     "clerk.locomo.cli",
     "clerk.report.cli",
     "clerk.provenance.cli",
+    "clerk.store.cli",
 )
 
 

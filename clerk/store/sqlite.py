@@ -1,0 +1,104 @@
+"""The SQLite backend: the embedded default, one database file (stdlib ``sqlite3``).
+
+How a forgotten value leaves every byte of the files (SPEC §9):
+
+* ``PRAGMA secure_delete = ON``: SQLite overwrites deleted content (cells, freed pages) with
+  zeros instead of leaving it in free space (https://sqlite.org/pragma.html#pragma_secure_delete).
+* ``PRAGMA journal_mode = DELETE`` (a rollback journal, not WAL): a write transaction copies the
+  pages it changes into ``<db>-journal`` and the journal is deleted when the transaction
+  commits. So no ``-wal`` file ever exists, and the journal that held the pre-forget pages is
+  gone once ``forget`` returns. (In WAL mode the WAL keeps old page images until a checkpoint
+  truncates it, which concurrent readers can hold off.) The deleted journal's blocks are then
+  the filesystem's free space: erasure below the file level (filesystem, SSD wear levelling,
+  backups) is out of this store's reach; use an encrypted volume where that matters.
+* ``PRAGMA synchronous = FULL``: a commit is fsynced before it returns, so an acknowledged forget
+  (and the generation it advanced) is durable.
+* ``PRAGMA temp_store = MEMORY``: sorts and temporary indices never spill into temp files.
+
+Writes (publish, forget) run under ``BEGIN IMMEDIATE``: the one database write lock, taken at
+the start, is the fence's lock. Reads are one ``BEGIN`` (deferred) transaction: one snapshot.
+
+    clerk forget --store sqlite:///memory.db --subject Ari --predicate city
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from clerk.store.base import DEFAULT_BUDGET, StoreError
+from clerk.store.sql import Db, SqlStore
+
+#: Seconds a connection waits for another process's lock before giving up (busy timeout).
+BUSY_TIMEOUT_S = 60.0
+
+#: Pragmas set on every connection, and the value each must read back as.
+PRAGMAS = (("secure_delete", "ON", 1), ("journal_mode", "DELETE", "delete"),
+           ("synchronous", "FULL", 2), ("temp_store", "MEMORY", 2))
+
+
+class SQLiteStore(SqlStore):
+    """A store in one SQLite file (``path``; ``:memory:`` for a private in-memory store).
+
+    Args:
+        path: database file; created with the schema if missing.
+        budget, fence: see :class:`clerk.store.base.Store`.
+        timeout: busy timeout in seconds (``BUSY_TIMEOUT_S`` by default).
+
+    Raises:
+        StoreError: the file cannot be opened, or a pragma did not take (e.g. the database is in
+            WAL mode and another connection keeps it there).
+    """
+
+    def __init__(self, path: str, budget: int = DEFAULT_BUDGET, fence: bool = True,
+                 timeout: float = BUSY_TIMEOUT_S) -> None:
+        super().__init__(budget=budget, fence=fence)
+        self.path = path
+        try:
+            # isolation_level=None: no implicit transactions; every one is an explicit BEGIN.
+            self._conn = sqlite3.connect(path, timeout=timeout, isolation_level=None)
+        except sqlite3.Error as err:
+            raise StoreError(f"cannot open SQLite store {path!r}: {err}") from None
+        for name, value, expected in PRAGMAS:
+            if name == "journal_mode" and path == ":memory:":
+                continue  # an in-memory database has no files and its journal mode is "memory"
+            self._set_pragma(name, value, expected)
+        with self._txn(write=True) as db:
+            self._create_schema(db)
+
+    def _set_pragma(self, name: str, value: str, expected: object) -> None:
+        """Set a pragma and check it reads back as ``expected``; StoreError otherwise."""
+        try:
+            got = self._conn.execute(f"PRAGMA {name} = {value}").fetchone()
+            got = self._conn.execute(f"PRAGMA {name}").fetchone()[0] if got is None else got[0]
+        except sqlite3.Error as err:
+            got = f"an error ({err})"
+        if got != expected:
+            self._conn.close()
+            raise StoreError(f"SQLite store {self.path!r}: PRAGMA {name} = {value} reads back {got!r}, expected "
+                             f"{expected!r}; is another connection holding the database in WAL mode?")
+
+    @contextmanager
+    def _txn(self, write: bool) -> Iterator[Db]:
+        conn = self._conn
+        try:
+            conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+        except sqlite3.OperationalError as err:
+            raise StoreError(f"SQLite store {self.path!r}: cannot begin a transaction: {err}") from None
+        try:
+            yield Db(conn.cursor(), pyformat=False)
+            conn.execute("COMMIT")
+        except sqlite3.Error as err:
+            self._rollback()
+            raise StoreError(f"SQLite store {self.path!r}: transaction failed, nothing written: {err}") from err
+        except BaseException:
+            self._rollback()
+            raise
+
+    def _rollback(self) -> None:
+        if self._conn.in_transaction:
+            self._conn.execute("ROLLBACK")
+
+    def close(self) -> None:
+        self._conn.close()
