@@ -22,8 +22,12 @@ def _cache_kwarg(model) -> str:
     return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
-def _greedy_batch(model, rows: list[list[int]], max_new_tokens: int, stop_ids: list[int], pad_id: int) -> list[list[int]]:
-    """Greedy-decode one left-padded batch with a KV cache; returns new ids per row, stop token excluded."""
+def _greedy_batch(model, rows: list[list[int]], max_new_tokens: int, stop_ids: list[int], pad_id: int,
+                  constraint=None) -> list[list[int]]:
+    """Greedy-decode one left-padded batch with a KV cache; returns new ids per row, stop token excluded.
+
+    ``constraint`` (a :class:`clerk.models.constrained.GrammarConstraint` over the same rows)
+    masks each step's logits to the tokens the rows' grammars allow."""
     import torch
     from transformers import DynamicCache
 
@@ -41,7 +45,11 @@ def _greedy_batch(model, rows: list[list[int]], max_new_tokens: int, stop_ids: l
     for step in range(max_new_tokens):
         logits = model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True,
                        logits_to_keep=1, **{cache_kw: cache}).logits[:, -1, :]
+        if constraint is not None:
+            constraint.apply(logits, done.tolist())
         token = logits.argmax(-1)  # (B,)
+        if constraint is not None:
+            constraint.consume(token.tolist(), done.tolist())
         is_stop = torch.isin(token, stops)
         for r, (t, s, d) in enumerate(zip(token.tolist(), is_stop.tolist(), done.tolist())):
             if not d and not s:
@@ -55,7 +63,8 @@ def _greedy_batch(model, rows: list[list[int]], max_new_tokens: int, stop_ids: l
     return out
 
 
-def greedy_generate(model, tokenizer, prompts: list[str], max_new_tokens: int, batch_size: int = 16) -> list[str]:
+def greedy_generate(model, tokenizer, prompts: list[str], max_new_tokens: int, batch_size: int = 16,
+                    grammars: list[str | None] | None = None) -> list[str]:
     """Greedy continuations of many prompts, batched, left-padded, with a KV cache.
 
     Each row stops at ``<|im_end|>``/eos (not included) or after ``max_new_tokens``. Prompts are
@@ -68,6 +77,8 @@ def greedy_generate(model, tokenizer, prompts: list[str], max_new_tokens: int, b
         prompts: prompt strings.
         max_new_tokens: cap on generated tokens per prompt.
         batch_size: prompts per forward pass.
+        grammars: optional Lark grammar per prompt (None = unconstrained): decoding is then
+            constrained to it (:mod:`clerk.models.constrained`, llguidance).
 
     Returns:
         The generated text per prompt (special tokens removed), in input order.
@@ -83,6 +94,8 @@ def greedy_generate(model, tokenizer, prompts: list[str], max_new_tokens: int, b
     encoded = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
     if any(not ids for ids in encoded):
         raise ValueError("every prompt must tokenize to at least one token")
+    if grammars is not None and len(grammars) != len(prompts):
+        raise ValueError(f"grammars: expected one per prompt ({len(prompts)}), got {len(grammars)}")
     stop_ids = stop_token_ids(tokenizer)
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else stop_ids[0]
     order = sorted(range(len(encoded)), key=lambda k: (-len(encoded[k]), k))
@@ -90,7 +103,12 @@ def greedy_generate(model, tokenizer, prompts: list[str], max_new_tokens: int, b
     batches = [order[s: s + batch_size] for s in range(0, len(order), batch_size)]
     with torch.inference_mode():
         for idx in tqdm(batches, desc="generate", unit="batch", file=sys.stderr, disable=len(batches) < 2):
-            new = _greedy_batch(model, [encoded[k] for k in idx], max_new_tokens, stop_ids, pad_id)
+            constraint = None
+            if grammars is not None:
+                from clerk.models.constrained import GrammarConstraint
+
+                constraint = GrammarConstraint(tokenizer, [grammars[k] for k in idx], stop_ids)
+            new = _greedy_batch(model, [encoded[k] for k in idx], max_new_tokens, stop_ids, pad_id, constraint)
             for k, ids in zip(idx, new):
                 results[k] = tokenizer.decode(ids, skip_special_tokens=True)
     return results  # type: ignore[return-value]

@@ -1,0 +1,160 @@
+"""The policy's program language: one compact, key-addressed line per edit, compiled to SPEC ops.
+
+SPEC §1 fixes the ops and their JSON form (files keep it). What a model writes is shorter:
+
+    ADD <pred> <value>        fill the lowest free slot with (subject, pred, value)
+    UPDATE <pred> <value>     supersede the slot holding (subject, pred)
+    TOMBSTONE <pred>          the fact stopped being true (its value is kept)
+    EVICT <pred>              free the slot holding (subject, pred)
+
+Two method choices, stated in the paper's setup section:
+
+* **One subject per ledger.** A persona's ledger holds that persona's facts only, so the subject
+  is not repeated on every line; the compiler fills ``s`` from the persona's name.
+* **Addressing by key.** The ledger keeps each (subject, pred) unique (SPEC §1), so naming the
+  slot by its predicate is exact: the compiler resolves the key to the slot's index in the
+  ledger *as it stands at that op* (the program applied so far with the lenient reducer). The
+  model does no index arithmetic; which slot to EVICT is still the model's choice. A key that
+  names no slot compiles to index -1, which the reducer rejects as out of range.
+
+Compilation is line by line and never raises: a line that is not one of the four forms is kept
+in the program as its raw text (not a JSON object), so the lenient reducer records it as an
+invalid op; a non-blank text in which no line compiles is a parse failure (SPEC §1: "unparseable
+text -> empty program plus a recorded parse failure").
+
+    >>> L0 = [{"i": 0, "s": "Ari", "p": "job", "o": "nurse", "prev": None, "v": 1, "born": 0, "t": 0, "uses": 0}, {"i": 1}]
+    >>> compile_program("UPDATE job chef\\nEVICT job", L0, "Ari", now=1).program
+    [{'op': 'UPDATE', 'i': 0, 's': 'Ari', 'p': 'job', 'o': 'chef'}, {'op': 'EVICT', 'i': 0}]
+    >>> render_program(L0, [{"op": "TOMBSTONE", "i": 0}])
+    'TOMBSTONE job'
+
+    python -m doctest clerk/program.py -v
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from clerk import ledger as L
+
+#: The four line forms: op keyword, predicate key, and (ADD/UPDATE) the value to the line's end.
+_LINE = re.compile(r"^(ADD|UPDATE) ([a-z][a-z0-9_]*) (\S(?:.*\S)?)$|^(TOMBSTONE|EVICT) ([a-z][a-z0-9_]*)$")
+#: Longest value the constrained grammar lets a writer emit (characters); the catalogue's longest
+#: value is 28.
+MAX_VALUE_CHARS = 60
+
+
+@dataclass
+class Compiled:
+    """A compiled program: SPEC ops (raw text for a line that did not compile), per-line errors."""
+
+    program: list[Any]
+    errors: list[str] = field(default_factory=list)
+    parse_failed: bool = False
+
+
+def render_program(ledger: L.Ledger, program: L.Program, now: int = 0) -> str:
+    """The program language text of a (valid) SPEC program written against ``ledger``.
+
+    Index ops are named by the predicate of the slot they touch at that point of the program.
+
+    Raises:
+        ledger.InvalidOpError: ``program`` does not apply strictly (gold programs always do).
+    """
+    lines, current = [], ledger
+    for op in program:
+        kind = op["op"]
+        if kind in ("ADD", "UPDATE"):
+            lines.append(f"{kind} {op['p']} {op['o']}")
+        else:
+            lines.append(f"{kind} {current[op['i']]['p']}")
+        current, _ = L.reduce(current, [op], now, strict=True)
+    return "\n".join(lines)
+
+
+def _compile_line(line: str, ledger: L.Ledger, subject: str) -> dict[str, Any] | None:
+    match = _LINE.match(line)
+    if match is None:
+        return None
+    if match.group(1):
+        kind, pred, value = match.group(1), match.group(2), match.group(3)
+        if kind == "ADD":
+            return {"op": "ADD", "s": subject, "p": pred, "o": value}
+        index = L.find(ledger, subject, pred)
+        return {"op": "UPDATE", "i": -1 if index is None else index, "s": subject, "p": pred, "o": value}
+    index = L.find(ledger, subject, match.group(5))
+    return {"op": match.group(4), "i": -1 if index is None else index}
+
+
+def compile_program(text: Any, ledger: L.Ledger, subject: str, now: int) -> Compiled:
+    """Compile model text to SPEC ops against ``ledger``; never raises.
+
+    Args:
+        text: the writer's output (anything: non-text is a parse failure).
+        ledger: the ledger the program was written against (not mutated).
+        subject: the persona's name, the ``s`` of every op.
+        now: the session index (keys resolve against the ledger with the ops so far applied).
+
+    Returns:
+        :class:`Compiled`; ``parse_failed`` when the text is not blank and no line compiled.
+    """
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", errors="replace")
+    if not isinstance(text, str):
+        return Compiled([], [f"expected text, got {type(text).__name__}"], True)
+    from clerk.metrics import lenient_reduce
+
+    program: list[Any] = []
+    errors: list[str] = []
+    current = ledger
+    for number, raw in enumerate(text.strip().splitlines(), start=1):
+        line = raw.strip()
+        if not line:
+            continue
+        op = _compile_line(line, current, subject)
+        if op is None:
+            errors.append(f"line {number}: {line[:80]!r} is not ADD/UPDATE <pred> <value> or TOMBSTONE/EVICT <pred>")
+            program.append(line)
+            continue
+        program.append(op)
+        current, _ = lenient_reduce(current, [op], now)
+    failed = bool(program) and all(isinstance(op, str) for op in program)
+    return Compiled([] if failed else program, errors, failed)
+
+
+def _alternatives(names: Iterable[str]) -> str:
+    """A Lark alternation of string literals (JSON escaping is valid Lark string syntax)."""
+    import json
+
+    return " | ".join(json.dumps(name) for name in sorted(set(names)))
+
+
+def program_grammar(ledger: L.Ledger, subject: str, predicates: Iterable[str] | None = None) -> str:
+    """A Lark grammar of the programs that are *well formed* against ``ledger`` (constrained decoding).
+
+    UPDATE and EVICT may name only keys present in the ledger, TOMBSTONE only active ones, ADD
+    only keys absent from it (from ``predicates`` when given: the catalogue's keys; else any
+    snake_case key). Values are one line of at most :data:`MAX_VALUE_CHARS` characters. Which
+    ops to emit, in which order, and which slot to evict stay the model's choice; a program can
+    still be invalid (e.g. an ADD into a full ledger).
+    """
+    held = sorted(slot["p"] for slot in L.occupied(ledger) if slot["s"] == subject)
+    active = sorted(slot["p"] for slot in L.occupied(ledger) if slot["s"] == subject and slot["v"] == 1)
+    if predicates is None:
+        add_key = "/[a-z][a-z0-9_]{0,30}/"
+    else:
+        fresh = sorted(set(predicates) - set(held))
+        add_key = f"({_alternatives(fresh)})" if fresh else None
+    forms = {
+        "add": f'"ADD " {add_key} " " value' if add_key else None,
+        "update": f'"UPDATE " ({_alternatives(held)}) " " value' if held else None,
+        "tombstone": f'"TOMBSTONE " ({_alternatives(active)})' if active else None,
+        "evict": f'"EVICT " ({_alternatives(held)})' if held else None,
+    }
+    available = [name for name, body in forms.items() if body]
+    rules = ['start: (line "\\n")* line?', f"line: {' | '.join(available)}"]
+    rules += [f"{name}: {forms[name]}" for name in available]
+    rules.append(f"value: /[^\\n ]([^\\n]{{0,{MAX_VALUE_CHARS - 2}}}[^\\n ])?/")
+    return "\n".join(rules) + "\n"
