@@ -25,3 +25,16 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+@pytest.fixture(scope="session")
+def smoke_run(tmp_path_factory):
+    """A copy of the repository's sources (no shipped results) with the smoke workflow run to the
+    end on the local machine: once per test session, shared by test_workflow.py and
+    test_slurm.py (which compares its Slurm run's tables with these)."""
+    from workflow_kit import SMOKE, copy_sources, run_snakemake
+
+    dest = copy_sources(tmp_path_factory.mktemp("smoke") / "repo")
+    proc = run_snakemake(dest, "--cores", "2", *SMOKE)
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
+    return dest

@@ -1,37 +1,28 @@
 """The real workflow: dry runs of every profile and one full smoke run through the paper.
 
-The smoke run happens once per test session in a copy of the repository (the working tree's
-own ``results/`` is never touched) and the tests below inspect it: a second invocation has
-nothing to do, forced re-rendering is byte-identical, every number in the paper verifies and
-traces back to the ``generate`` rule, and one flipped byte is caught by ``clerk verify``.
+The smoke run (the ``smoke_run`` fixture of conftest.py) happens once per test session in a copy
+of the repository (the working tree's own ``results/`` is never touched) and the tests below
+inspect it: a second invocation has nothing to do, forced re-rendering is byte-identical, every
+number in the paper verifies and traces back to the ``generate`` rule, and one flipped byte is
+caught by ``clerk verify``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
+from workflow_kit import ROOT, SMOKE, run_snakemake
 
-ROOT = Path(__file__).resolve().parent.parent
-SMOKE = ["--configfile", "config/smoke.yaml"]
 # Rules whose outputs must be byte-identical when re-run on the same inputs.
 REPORT_RULES = [
     "table_systems", "table_eviction", "table_read_cost", "table_setup", "figure_read_cost",
     "figure_accuracy", "figure_eviction", "figure_loss", "figure_state_f1", "numbers", "paper",
 ]
-
-
-def _snakemake(workdir: Path, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
-    return subprocess.run(
-        ["snakemake", *args], cwd=workdir, capture_output=True, text=True, timeout=timeout, env=env
-    )
+_snakemake = run_snakemake
 
 
 def _dry_jobs(workdir: Path, *args: str) -> dict[str, int]:
@@ -47,26 +38,6 @@ def _dry_jobs(workdir: Path, *args: str) -> dict[str, int]:
 
 def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-@pytest.fixture(scope="session")
-def smoke_run(tmp_path_factory) -> Path:
-    """A copy of the repository's sources (no shipped results) with the smoke workflow run to the end."""
-    dest = tmp_path_factory.mktemp("smoke") / "repo"
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT, capture_output=True, check=True,
-    ).stdout.decode().split("\0")
-    for rel in filter(None, listed):
-        if rel.startswith("results/") or rel == "paper/paper.md":
-            continue  # the shipped default-profile results must not leak into the smoke run
-        src = ROOT / rel
-        if src.is_file():
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest / rel)
-    proc = _snakemake(dest, "--cores", "2", *SMOKE)
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
-    return dest
 
 
 class TestDryRuns:

@@ -1,4 +1,5 @@
 # Shared wiring: config validation, wildcard constraints, input functions and the final targets.
+import math
 import os
 from pathlib import Path
 
@@ -20,6 +21,15 @@ MODEL_DIR = f"resources/models/{config['model']['name']}"
 # (on this 2-core box two 1-thread jobs side by side do ~1.25x the work of one 2-thread job, and
 # a third would only add memory). Lightweight rules fill the gaps.
 GPU_CLAIM = 1 if nvidia_gpu_visible() else 0
+
+
+# The `gpu` cap (`--resources gpu=1`, the default profile) applies to local execution, where all
+# jobs share this machine's GPU. On a cluster (workflow/profiles/slurm; Snakemake still loads the
+# default profile) each job is allocated its own, so the cap must not count across jobs.
+resource_scopes:
+    gpu="local",
+
+
 CPUS = len(os.sched_getaffinity(0))
 
 
@@ -36,6 +46,55 @@ def model_job_threads():
 
 
 MODEL_JOB_THREADS = model_job_threads()
+
+# What the rules ask a scheduler for. Each declares `resources: **rule_resources("<name>")`, so
+# the sizing lives here only. Locally only `gpu` counts (`--resources gpu=1`); on a cluster
+# (workflow/profiles/slurm) `mem_mb` becomes --mem and `runtime` -t (minutes), limits a job is
+# killed for outgrowing. CPUs are the rule's `threads` (--cpus-per-task): 1, Snakemake's default,
+# for every rule but the model jobs, which declare MODEL_JOB_THREADS (the Slurm profile sets 1).
+# MEASURED: (longest job's wall s, peak RSS MB over the rule's jobs) of the shipped default run
+# (config/config.yaml, 3 seeds, 2 CPU cores; results/benchmarks.csv, benchmarks/default-run.md).
+# Headroom, the same for all: 1.5 x peak RSS + 512 MB for the Snakemake process that wraps each
+# cluster job, rounded up to 256 MB (benchmark RSS is sampled while the job runs and can miss a
+# spike); 2 x wall + 5 min of start-up, rounded up to 5 min, at least 10 min.
+# Missing from MEASURED, hence UNMEASURED (2048 MB, 15 min), are today the report rules (tables,
+# figures, paper, manifest; at most 236 MB and 9 s each in a smoke run; they read small files).
+# At paper scale (config/paper.yaml) the model jobs need other numbers: --set-resources.
+MEASURED = {
+    "generate": (1.33, 40.14),
+    "build_sft": (2.72, 175.57),
+    # RSS: 1.6 GB when dequantising SmolLM2 under /usr/bin/time (benchmarks/bench_train.md);
+    # the benchmark's samples saw 565 MB.
+    "base_model": (27.46, 1600.0),
+    "train": (1079.95, 6409.36),
+    "evaluate": (551.72, 1783.54),
+    "read_cost": (26.95, 388.38),
+    "streams": (0.38, 9.64),
+    "eviction_study": (0.64, 30.46),
+    # Not measured at the default scale (no LoCoMo data in the shipped run): estimated from
+    # benchmarks/bench_locomo_prefix.md (2.6 GB peak, ~16 s per question on a real-length
+    # conversation, 200 questions, plus the model writers' consolidation as in evaluate).
+    "locomo": (9000.0, 2628.0),
+}
+UNMEASURED = (300.0, 1024.0)
+# Model jobs claim the GPU (see GPU_CLAIM above); others never do.
+MODEL_RULES = ("train", "evaluate", "locomo")
+
+
+def rule_resources(name):
+    """Scheduler resources of one rule: mem_mb and runtime from MEASURED (UNMEASURED for a rule
+    not in it) with the headroom above, plus `gpu` for the model rules.
+
+    E.g. train: 10240 MB, 45 min (tests/test_slurm.py checks them in a dry run).
+    """
+    wall_s, rss_mb = MEASURED.get(name, UNMEASURED)
+    resources = {
+        "mem_mb": 256 * math.ceil((1.5 * rss_mb + 512) / 256),
+        "runtime": max(10, 5 * math.ceil((2 * wall_s / 60 + 5) / 5)),
+    }
+    if name in MODEL_RULES:
+        resources["gpu"] = GPU_CLAIM
+    return resources
 
 
 def code(*modules):

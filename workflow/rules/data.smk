@@ -13,6 +13,8 @@ rule generate:
         "benchmarks/runs/generate/{seed}_{split}.tsv"
     conda:
         "../../environment.yml"
+    resources:
+        **rule_resources("generate"),
     params:
         args=generate_args,
     shell:
@@ -31,6 +33,8 @@ rule build_sft:
         "benchmarks/runs/build_sft/{seed}.tsv"
     conda:
         "../../environment.yml"
+    resources:
+        **rule_resources("build_sft"),
     params:
         answer_ratio=lookup(dpath="sft/answer_ratio", within=config),
         val_fraction=lookup(dpath="sft/val_fraction", within=config),

@@ -20,7 +20,7 @@ rule evaluate:
         "../../environment.yml"
     threads: MODEL_JOB_THREADS
     resources:
-        gpu=GPU_CLAIM,
+        **rule_resources("evaluate"),
     params:
         outdir=lambda wc, output: Path(output.metrics).parent,
         systems=lambda wc: " ".join(config["evaluate"]["systems"]),
@@ -53,6 +53,8 @@ rule read_cost:
         "benchmarks/runs/read_cost/{seed}.tsv"
     conda:
         "../../environment.yml"
+    resources:
+        **rule_resources("read_cost"),
     params:
         window_k=lookup(dpath="evaluate/window_k", within=config),
         rag_k=lookup(dpath="evaluate/rag_k", within=config),

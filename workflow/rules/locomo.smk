@@ -26,7 +26,7 @@ rule locomo:
         "../../environment.yml"
     threads: MODEL_JOB_THREADS
     resources:
-        gpu=GPU_CLAIM,
+        **rule_resources("locomo"),
     params:
         outdir=lambda wc, output: Path(output.metrics).parent,
         args=locomo_args,
@@ -59,6 +59,8 @@ rule table_locomo:
         "benchmarks/report/table_locomo/table2.tsv"
     conda:
         "../../environment.yml"
+    resources:
+        **rule_resources("table_locomo"),
     shell:
         "clerk table-locomo --metrics {input.metrics} --out {output.csv}"
         " --markdown {output.md} > {log} 2>&1"

@@ -12,6 +12,8 @@ rule base_model:
         f"benchmarks/runs/base_model/{config['model']['name']}.tsv"
     conda:
         "../../environment.yml"
+    resources:
+        **rule_resources("base_model"),
     params:
         args=model_args(),
         timelines=lambda wc, input: (
@@ -36,7 +38,7 @@ rule train:
         "../../environment.yml"
     threads: MODEL_JOB_THREADS
     resources:
-        gpu=GPU_CLAIM,
+        **rule_resources("train"),
     params:
         args=train_args,
     shell:

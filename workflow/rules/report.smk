@@ -32,6 +32,8 @@ rule table_systems:
         table="|".join(TABLE_SPLITS),
     conda:
         "../../environment.yml"
+    resources:
+        **rule_resources("table_systems"),
     shell:
         "clerk table-systems --metrics {input.metrics} --out {output.csv}"
         " --seeds-out {output.seeds} --markdown {output.md} --markdown-cost {output.cost}"
@@ -56,6 +58,8 @@ rule table_eviction:
         "benchmarks/report/table_eviction/table4.tsv"
     conda:
         "../../environment.yml"
+    resources:
+        **rule_resources("table_eviction"),
     params:
         capacity=lookup(dpath="streams/default_capacity", within=config),
         noise=lookup(dpath="streams/noise", within=config),
@@ -77,6 +81,8 @@ rule table_read_cost:
         "benchmarks/report/table_read_cost/read_cost.tsv"
     conda:
         "../../environment.yml"
+    resources:
+        **rule_resources("table_read_cost"),
     shell:
         "clerk table-read-cost --csv {input.csv} --out {output.csv} > {log} 2>&1"
 
@@ -99,6 +105,8 @@ rule table_setup:
         "benchmarks/report/table_setup/setup.tsv"
     conda:
         "../../environment.yml"
+    resources:
+        **rule_resources("table_setup"),
     shell:
         "clerk table-setup --timelines {input.timelines} --metrics {input.metrics}"
         " --train {input.train} --streams {input.streams} --out {output.json}"
@@ -118,6 +126,8 @@ rule table_benchmarks:
         "benchmarks/report/table_benchmarks/benchmarks.tsv"
     conda:
         "../../environment.yml"
+    resources:
+        **rule_resources("table_benchmarks"),
     params:
         order=" ".join([*STAGES, "locomo"]),
     shell:
@@ -142,6 +152,8 @@ rule figure_read_cost:
         "benchmarks/report/figure_read_cost/read_cost.tsv"
     conda:
         "../../environment.yml"
+    resources:
+        **rule_resources("figure_read_cost"),
     params:
         base=lambda wc, output: output.pdf.removesuffix(".pdf"),
     shell:
@@ -165,6 +177,8 @@ rule figure_accuracy:
         "benchmarks/report/figure_accuracy/accuracy_by_type.tsv"
     conda:
         "../../environment.yml"
+    resources:
+        **rule_resources("figure_accuracy"),
     params:
         base=lambda wc, output: output.pdf.removesuffix(".pdf"),
     shell:
@@ -189,6 +203,8 @@ rule figure_eviction:
         "benchmarks/report/figure_eviction/eviction.tsv"
     conda:
         "../../environment.yml"
+    resources:
+        **rule_resources("figure_eviction"),
     params:
         base=lambda wc, output: output.pdf.removesuffix(".pdf"),
         noise=lookup(dpath="streams/noise", within=config),
@@ -214,6 +230,8 @@ rule figure_loss:
         "benchmarks/report/figure_loss/loss.tsv"
     conda:
         "../../environment.yml"
+    resources:
+        **rule_resources("figure_loss"),
     params:
         base=lambda wc, output: output.pdf.removesuffix(".pdf"),
     shell:
@@ -237,6 +255,8 @@ rule figure_state_f1:
         "benchmarks/report/figure_state_f1/state_f1.tsv"
     conda:
         "../../environment.yml"
+    resources:
+        **rule_resources("figure_state_f1"),
     params:
         base=lambda wc, output: output.pdf.removesuffix(".pdf"),
     shell:
@@ -254,6 +274,8 @@ rule locomo_status:
         "benchmarks/report/locomo_status/locomo_status.tsv"
     conda:
         "../../environment.yml"
+    resources:
+        **rule_resources("locomo_status"),
     params:
         path=lambda wc: config["locomo"]["path"] or "",
         download=lambda wc: str(config["locomo"]["download"]).lower(),
@@ -273,6 +295,8 @@ rule environment:
         "benchmarks/report/environment/environment.tsv"
     conda:
         "../../environment.yml"
+    resources:
+        **rule_resources("environment"),
     shell:
         "clerk environment --out {output.md} > {log} 2>&1"
 
@@ -293,6 +317,8 @@ rule rulegraph:
         "benchmarks/report/rulegraph/rulegraph.tsv"
     conda:
         "../../environment.yml"
+    resources:
+        **rule_resources("rulegraph"),
     params:
         configs=config_args,
     shell:
@@ -314,6 +340,8 @@ rule numbers:
         "benchmarks/report/numbers/numbers.tsv"
     conda:
         "../../environment.yml"
+    resources:
+        **rule_resources("numbers"),
     shell:
         "clerk numbers --spec {input.spec} --out {output.json} > {log} 2>&1"
 
@@ -333,6 +361,8 @@ rule paper:
         "benchmarks/report/paper/paper.tsv"
     conda:
         "../../environment.yml"
+    resources:
+        **rule_resources("paper"),
     params:
         includes=include_args,
         sections=" ".join(f"--no-digits-in '{s}'" for s in NO_DIGITS_IN),
@@ -355,5 +385,7 @@ rule manifest:
         "benchmarks/report/manifest/manifest.tsv"
     conda:
         "../../environment.yml"
+    resources:
+        **rule_resources("manifest"),
     shell:
         "clerk manifest --root results --extra {input.paper} --out {output.json} > {log} 2>&1"

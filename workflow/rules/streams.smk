@@ -12,6 +12,8 @@ rule streams:
         "benchmarks/runs/streams/{seed}.tsv"
     conda:
         "../../environment.yml"
+    resources:
+        **rule_resources("streams"),
     params:
         length=lookup(dpath="streams/length", within=config),
         foundational=lookup(dpath="streams/foundational", within=config),
@@ -35,6 +37,8 @@ rule eviction_study:
         "benchmarks/runs/eviction_study/{seed}.tsv"
     conda:
         "../../environment.yml"
+    resources:
+        **rule_resources("eviction_study"),
     params:
         capacities=lambda wc: " ".join(map(str, config["streams"]["capacities"])),
         noise_grid=lambda wc: " ".join(map(str, config["streams"]["noise_grid"])),
