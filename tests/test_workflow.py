@@ -1,8 +1,8 @@
 """The real workflow: dry runs of every profile and one full smoke run through the paper.
 
 The smoke run happens once per test session in a copy of the repository (the working tree's
-own ``results/`` is never touched) and the tests below inspect it: a second invocation has
-nothing to do, forced re-rendering is byte-identical, every number in the paper verifies and
+own ``results/`` is never touched; ``smoke_run`` in ``conftest.py``, shared with the resume test)
+and the tests below inspect it: a second invocation has nothing to do, forced re-rendering is byte-identical, every number in the paper verifies and
 traces back to the ``generate`` rule, and one flipped byte is caught by ``clerk verify``.
 """
 
@@ -12,7 +12,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -47,26 +46,6 @@ def _dry_jobs(workdir: Path, *args: str) -> dict[str, int]:
 
 def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-@pytest.fixture(scope="session")
-def smoke_run(tmp_path_factory) -> Path:
-    """A copy of the repository's sources (no shipped results) with the smoke workflow run to the end."""
-    dest = tmp_path_factory.mktemp("smoke") / "repo"
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT, capture_output=True, check=True,
-    ).stdout.decode().split("\0")
-    for rel in filter(None, listed):
-        if rel.startswith("results/") or rel == "paper/paper.md":
-            continue  # the shipped default-profile results must not leak into the smoke run
-        src = ROOT / rel
-        if src.is_file():
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest / rel)
-    proc = _snakemake(dest, "--cores", "2", *SMOKE)
-    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-6000:]
-    return dest
 
 
 class TestDryRuns:
