@@ -54,8 +54,9 @@ $(SYSTEM_STAMP):
 
 system-packages: $(SYSTEM_STAMP)
 
+# The venv's bin first on PATH: the workflow's rules and the tests call `clerk` and `snakemake`.
 test: setup
-	$(BIN)/python -m pytest -q
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/python -m pytest -q
 
 paper: setup
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/snakemake --cores $(CORES) --resources gpu=1
