@@ -1,12 +1,17 @@
-"""Test-wide settings: offline hubs, quiet tokenizers, fixed thread counts.
+"""Test-wide settings: offline hubs, quiet tokenizers, fixed thread counts; the one smoke run.
 
 Nothing in the suite may reach a model hub: the offline variables make any accidental hub call
 fail fast instead of hanging.
 """
 
 import os
+import shutil
+import subprocess
+from pathlib import Path
 
 import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")

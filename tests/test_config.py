@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clerk.config import ConfigError, load_and_validate, validate_config
+from clerk.config import SYNTHETIC_SESSION_FIELDS, ConfigError, load_and_validate, registry_enums, validate_config
 
 ROOT = Path(__file__).resolve().parent.parent
 PROFILES = ["config/config.yaml", "config/smoke.yaml", "config/paper.yaml"]
@@ -17,6 +17,44 @@ PROFILES = ["config/config.yaml", "config/smoke.yaml", "config/paper.yaml"]
 
 def _default() -> dict:
     return yaml.safe_load((ROOT / "config/config.yaml").read_text())
+
+
+def _set(config: dict, dotted: str, value) -> dict:
+    node = config
+    *parents, last = dotted.split(".")
+    for key in parents:
+        node = node[key]
+    node[last] = value
+    return config
+
+
+MEMORY = "['add-only', 'clerk', 'full', 'null', 'oracle', 'prompted-ledger', 'rag', 'window']"
+LOCOMO = "['clerk', 'prompted-ledger', 'full', 'summary-rag']"
+POLICIES = "['decay', 'fifo', 'lfu', 'lru', 'random', 'salience', 'unbounded']"
+#: (field, bad value, the message line): a bad name in every registry-backed list and field, and
+#: the other mistakes that used to pass the dry run and fail only inside a job.
+BAD_CONFIGS = [
+    ("evaluate.systems", ["clerk", "clerkk"], f"config.evaluate.systems.1: 'clerkk' is not one of {MEMORY}"),
+    ("evaluate.systems", ["full", "summary-rag"], f"config.evaluate.systems.1: 'summary-rag' is not one of {MEMORY}"),
+    ("evaluate.systems", ["rag", "rag"], "config.evaluate.systems: ['rag', 'rag'] has non-unique elements"),
+    ("evaluate.systems", [], "config.evaluate.systems: [] should be non-empty"),
+    ("locomo.systems", ["clerk", "oracle"], f"config.locomo.systems.1: 'oracle' is not one of {LOCOMO}"),
+    ("locomo.systems", ["summary_rag"], f"config.locomo.systems.0: 'summary_rag' is not one of {LOCOMO}"),
+    ("streams.policies", ["lru", "belady"], f"config.streams.policies.1: 'belady' is not one of {POLICIES}"),
+    ("model.kind", "ollama", "config.model.kind: 'ollama' is not one of ['pypi-gguf', 'hf', 'scratch', 'local']"),
+    ("evaluate.dtype", "float16", "config.evaluate.dtype: 'float16' is not one of ['auto', 'float32', 'bfloat16']"),
+    ("evaluate.baseline_reader", "trained", "config.evaluate.baseline_reader: 'trained' is not one of ['base', 'adapter']"),
+    ("train.bf16", "yes", "config.train.bf16: 'yes' is not one of ['auto', 'on', 'off']"),
+    ("train.bf16", False, "config.train.bf16: False is not one of ['auto', 'on', 'off']"),
+    ("train.lora_targets", ["q_proj", "q proj"], "config.train.lora_targets.1: 'q proj' does not match"),
+    ("train.lora_targets", ["q_proj", "q_proj"], "config.train.lora_targets: ['q_proj', 'q_proj'] has non-unique elements"),
+    ("train.modules_to_save", ["lm-head"], "config.train.modules_to_save.0: 'lm-head' does not match"),
+    ("train.lora_dropout", 1.0, "config.train.lora_dropout: 1.0 is greater than or equal to the maximum of 1"),
+    ("streams.default_capacity", 20, "config.streams.default_capacity: 20 is not one of config.streams.capacities "
+                                     "[8, 12, 16, 24, 32] (table 4 reports that setting)"),
+    ("streams.noise", 2, "config.streams.noise: 2 is not one of config.streams.noise_grid [1, 3, 6]"),
+    ("train.lr_schedule", "cosine", "config.train: Additional properties are not allowed ('lr_schedule' was unexpected)"),
+]
 
 
 class TestValidateConfig:
@@ -73,12 +111,63 @@ class TestValidateConfig:
         assert validate_config(config)["data"]["phrasings"] is None
 
 
+class TestRegistryBackedNames:
+    def test_schema_file_lists_the_codes_names(self):
+        """Each registry-backed enum in the schema file equals the code's set (validate_config uses
+        the code's; this keeps the file, which users read, from drifting)."""
+        defs = yaml.safe_load((ROOT / "workflow/schemas/config.schema.yaml").read_text())["$defs"]
+        for name, names in registry_enums().items():
+            assert sorted(defs[name]["enum"]) == sorted(names), name
+
+    def test_synthetic_session_fields(self):
+        """SYNTHETIC_SESSION_FIELDS are exactly the fields of a generated session."""
+        from clerk.generator.timelines import generate
+
+        timeline = generate(seed=0, split="test", personas=1, sessions=2)[0]
+        assert set(timeline["sessions"][0]) == SYNTHETIC_SESSION_FIELDS
+
+    def test_locomo_sessions_serve_every_locomo_system(self):
+        """Every LoCoMo system reads only fields that LoCoMo sessions carry (so not oracle)."""
+        from clerk.locomo.data import Session
+        from clerk.locomo.evaluation import session_record
+        from clerk.memory import MEMORY_REGISTRY
+
+        fields = set(session_record(Session(0, "", [], "", "session_1")))
+        for name in registry_enums()["locomo_system"]:
+            assert set(getattr(MEMORY_REGISTRY.get(name), "session_fields", ())) <= fields, name
+        assert not set(MEMORY_REGISTRY.get("oracle").session_fields) <= fields
+
+    @pytest.mark.parametrize(("field", "value", "expected"), BAD_CONFIGS, ids=[f"{f}={v!r}" for f, v, _ in BAD_CONFIGS])
+    def test_bad_config_names_field_value_and_choices(self, field, value, expected):
+        """A bad value raises ConfigError whose line names the field, the value and the valid ones."""
+        with pytest.raises(ConfigError) as info:
+            validate_config(_set(_default(), field, value))
+        assert expected in str(info.value)
+
+    def test_scratch_heads_divide_hidden(self):
+        """A scratch model whose heads do not divide its hidden size fails validation."""
+        config = load_and_validate(ROOT / "config/config.yaml", ROOT / "config/smoke.yaml")
+        config["model"]["hidden"] = 66
+        with pytest.raises(ConfigError, match=r"config.model.hidden: 66 is not divisible by config.model.heads 4"):
+            validate_config(config)
+
+    def test_local_model_path_must_exist(self, tmp_path):
+        """A local model whose directory does not exist fails validation."""
+        config = _default()
+        config["model"] = {"name": "mine", "kind": "local", "path": str(tmp_path / "absent")}
+        with pytest.raises(ConfigError, match=r"config.model.path: '.*absent' is not an existing directory"):
+            validate_config(config)
+
+
 class TestWorkflowValidation:
     @pytest.mark.parametrize(
         ("override", "expected"),
         [
             ({"data": {"budget": -1}}, "config.data.budget: -1 is less than the minimum of 1"),
             ({"seeds": ["137"]}, "config.seeds.0: '137' is not of type 'integer'"),
+            ({"streams": {"policies": ["lru", "belady"]}}, f"config.streams.policies.1: 'belady' is not one of {POLICIES}"),
+            ({"evaluate": {"systems": ["summary-rag"]}}, f"config.evaluate.systems.0: 'summary-rag' is not one of {MEMORY}"),
+            ({"streams": {"default_capacity": 20}}, "config.streams.default_capacity: 20 is not one of"),
         ],
     )
     def test_snakemake_fails_before_any_job(self, tmp_path, override, expected):

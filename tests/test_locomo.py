@@ -52,6 +52,8 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "locomo"
 PERCENA = FIXTURES / "locomo_mc10_mini.json"
 LOCOMO10 = FIXTURES / "locomo10_mini.json"
+FLAT = FIXTURES / "locomo10_flat_summaries.json"
+ONE_SAMPLE = FIXTURES / "locomo10_conv-901.json"
 
 MISSING_TAIL = (
     ". Get data/locomo_mc10.json from the Hugging Face dataset Percena/locomo-mc10 "
@@ -285,6 +287,70 @@ class TestLoadLocomo10:
         with pytest.raises(UserError) as err:
             load_locomo10(path)
         assert str(err.value) == f"{path}: sample[1].qa[0]: missing field 'answer'"
+
+
+class TestSummaryLayouts:
+    def test_top_level_summaries_read_like_the_block(self):
+        """Samples whose summaries are top-level session_N_summary keys load exactly like the block layout."""
+        assert _dump(load_locomo(FLAT)) == _dump(load_locomo(LOCOMO10))
+        assert load_locomo(FLAT)[0].sessions[8].summary == "Session 10: Marisol and Teodor catch up."
+
+    def test_one_sample_object(self):
+        """A per-conversation file (one sample object) is the locomo10.json format, with its sessions."""
+        assert detect_format(ONE_SAMPLE) == FORMAT_LOCOMO10
+        conv = load_locomo(ONE_SAMPLE)
+        assert [c.conv_id for c in conv] == ["conv-901"]
+        assert conv[0].sessions == load_locomo(LOCOMO10)[0].sessions
+
+    def test_bad_summary_block_names_the_field(self, tmp_path):
+        """A session_summary that is not an object is refused naming the field."""
+        data = json.loads(LOCOMO10.read_text(encoding="utf-8"))
+        data[0]["session_summary"] = ["x"]
+        path = tmp_path / "locomo10.json"
+        path.write_text(json.dumps(data), encoding="utf-8")
+        with pytest.raises(UserError, match=r"sample\[0\]: field 'session_summary' expected an object"):
+            load_locomo(path)
+
+    @pytest.mark.parametrize("fixture", [LOCOMO10, FLAT, PERCENA], ids=["block", "top-level", "percena"])
+    def test_summary_rag_without_summaries_fails_naming_the_field(self, workdir, tmp_path, capsys, fixture):
+        """summary-rag over data without summaries fails before any model loads, naming the file's
+        field, instead of reading an empty memory; nothing is written."""
+        path = tmp_path / fixture.name
+        if fixture == PERCENA:
+            lines = [json.loads(line) for line in fixture.read_text(encoding="utf-8").splitlines() if line]
+            for line in lines:
+                line.pop("haystack_session_summaries")
+            path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+            field, total = "'haystack_session_summaries' (Percena/locomo-mc10)", 5
+        else:
+            data = json.loads(fixture.read_text(encoding="utf-8"))
+            for sample in data:
+                sample.pop("session_summary", None)
+                for key in [k for k in sample if k.endswith("_summary") and k.startswith("session_")]:
+                    del sample[key]
+            path.write_text(json.dumps(data), encoding="utf-8")
+            field, total = "'session_summary' (a block of 'session_N_summary' keys) or top-level 'session_N_summary' keys (LoCoMo-MC10-local)", 13
+        out = tmp_path / "out"
+        with pytest.raises(SystemExit) as exc:
+            clerk_main(["locomo", "--data", str(path), "--model", str(workdir / "model"), "--out", str(out),
+                        "--systems", "full", "summary-rag", "--quiet"])
+        assert exc.value.code == 2
+        err = capsys.readouterr().err
+        assert f"clerk locomo: error: summary-rag reads each session's summary, but {total} of {total} sessions " in err
+        assert f"expected field {field}; use a file that has them or leave summary-rag out of --systems" in err
+        assert not out.exists()
+
+    def test_partly_missing_summaries_fail_too(self, tmp_path):
+        """One session without its summary is enough to refuse (its memory would silently lack it)."""
+        from clerk.locomo.evaluation import check_system_inputs
+
+        data = json.loads(FLAT.read_text(encoding="utf-8"))
+        del data[1]["session_2_summary"]
+        path = tmp_path / "flat.json"
+        path.write_text(json.dumps(data), encoding="utf-8")
+        with pytest.raises(UserError, match=r"but 1 of 13 sessions have none \(conv-902 session_2\)"):
+            check_system_inputs(load_locomo(path), {"summary-rag": SummaryRagMemory})
+        check_system_inputs(load_locomo(FLAT), {"summary-rag": SummaryRagMemory})  # all there: no error
 
 
 class TestMcConstruction:

@@ -15,13 +15,28 @@ ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
+def _quick_start() -> str:
+    return README.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+
+
 def test_ci_runs_the_readme_test_command():
     """The quick start's test command is the last command .ci/run executes."""
-    quick = README.split("## Quick start", 1)[1].split("\n## ", 1)[0]
-    test_cmd = next(line.split("#")[0].strip() for line in quick.splitlines() if "pytest" in line)
+    test_cmd = next(line.split("#")[0].strip() for line in _quick_start().splitlines() if line.startswith("make test"))
     ci_lines = [line.strip() for line in (ROOT / ".ci/run").read_text().splitlines()
                 if line.strip() and not line.lstrip().startswith("#")]
-    assert ci_lines[-1] == test_cmd
+    assert ci_lines[-1] == test_cmd == "make test"
+
+
+def test_quick_start_commands_are_make_targets():
+    """The two quick-start commands are Makefile targets that set up first: `make paper` runs the
+    default-profile workflow, `make test` the test suite."""
+    commands = [line.split("#")[0].strip() for line in _quick_start().split("```bash", 1)[1].split("```", 1)[0].splitlines()
+                if line.strip()]
+    assert commands == ["make paper", "make test"]
+    makefile = (ROOT / "Makefile").read_text()
+    assert re.search(r"^paper: setup\n\t.*snakemake --cores \$\(CORES\) --resources gpu=1$", makefile, re.M)
+    assert re.search(r"^test: setup\n\t.*\$\(BIN\)/python -m pytest -q$", makefile, re.M)
+    assert "-r requirements.lock" in makefile
 
 
 @pytest.mark.parametrize("name", ["table1", "table1_cost"])

@@ -197,6 +197,16 @@ class TestRunTraining:
         with pytest.raises(UserError, match="holds checkpoints of a run with a different config"):
             run_training(config(workdir, "mismatch", max_steps=2, save_steps=1, lr=1e-3))
 
+    def test_unknown_lora_target_before_training(self, workdir):
+        """A LoRA target the base model lacks fails before any step, naming the valid modules."""
+        expected = (r"^--lora-targets \(config train.lora_targets\): 'qproj' not found in .*model; LoRA can adapt: "
+                    r"down_proj, embed_tokens, gate_proj, k_proj, lm_head, o_proj, q_proj, up_proj, v_proj$")
+        with pytest.raises(UserError, match=expected):
+            run_training(config(workdir, "badtarget", lora_targets=("q_proj", "qproj")))
+        assert not (workdir["root"] / "badtarget" / "adapter_model.safetensors").exists()
+        with pytest.raises(UserError, match=r"^--modules-to-save \(config train.modules_to_save\): 'lm_haed' "):
+            run_training(config(workdir, "badsave", modules_to_save=("lm_haed",)))
+
     def test_modules_to_save_and_merge(self, workdir):
         """Full-trained modules are saved with the adapter, and load_model merges them into the base."""
         result = run_training(config(workdir, "mts", max_steps=3, modules_to_save=("embed_tokens", "lm_head"),

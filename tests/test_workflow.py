@@ -1,6 +1,6 @@
 """The real workflow: dry runs of every profile and one full smoke run through the paper.
 
-The smoke run (the ``smoke_run`` fixture of conftest.py) happens once per test session in a copy
+The smoke run (the ``smoke_run`` fixture of conftest.py, shared with test_slurm.py and the resume test) happens once per test session in a copy
 of the repository (the working tree's own ``results/`` is never touched) and the tests below
 inspect it: a second invocation has nothing to do, forced re-rendering is byte-identical, every
 number in the paper verifies and traces back to the ``generate`` rule, and one flipped byte is

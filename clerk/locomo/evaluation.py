@@ -152,6 +152,35 @@ def session_record(session: Session) -> dict[str, Any]:
             "summary": session.summary, "turns": turns, "questions": []}
 
 
+def check_system_inputs(conversations: Sequence[Conversation], systems: dict[str, Any]) -> None:
+    """Every session carries the data each system reads besides its turns (``session_fields``, e.g.
+    summary-rag's summaries): data that cannot serve a configured system is an error, not an
+    empty memory that scores like one.
+
+    Raises:
+        UserError: naming the system, the sessions without the field and the file's field.
+    """
+    from clerk.locomo.locomo10 import SOURCE_LOCAL, SUMMARY_FIELDS
+    from clerk.locomo.percena import SOURCE_PERCENA
+
+    file_fields = {(SOURCE_LOCAL, "summary"): SUMMARY_FIELDS, (SOURCE_PERCENA, "summary"): "'haystack_session_summaries'"}
+    total = sum(len(conv.sessions) for conv in conversations)
+    for name, system in systems.items():
+        for field in getattr(system, "session_fields", ()):
+            missing = [(conv, session) for conv in conversations for session in conv.sessions
+                       if not str(session_record(session).get(field) or "").strip()]
+            if not missing:
+                continue
+            shown = ", ".join(f"{conv.conv_id} {session.session_id}" for conv, session in missing[:4])
+            more = ", ..." if len(missing) > 4 else ""
+            expected = file_fields.get((missing[0][0].source, field), repr(field))
+            raise UserError(
+                f"{name} reads each session's {field}, but {len(missing)} of {total} sessions have none "
+                f"({shown}{more}): expected field {expected} ({missing[0][0].source}); use a file that has "
+                f"them or leave {name} out of --systems (config locomo.systems)"
+            )
+
+
 def conversation_timeline(conv: Conversation, budget: int) -> dict[str, Any]:
     """A conversation as the runner's persona record: its sessions (no questions inside them:
     LoCoMo questions are asked after the whole conversation) and the ledger budget."""
@@ -330,7 +359,8 @@ def evaluate_locomo(
         caller).
 
     Raises:
-        UserError: unknown systems or a missing adapter (``clerk.evaluate.make_systems``).
+        UserError: unknown systems or a missing adapter (``clerk.evaluate.make_systems``), or
+            sessions without the data a system reads (:func:`check_system_inputs`).
     """
     import time
 
@@ -339,6 +369,7 @@ def evaluate_locomo(
     cfg = runtime.config
     assert isinstance(cfg, LocomoEvalConfig), "runtime.config must be a LocomoEvalConfig"
     systems = make_systems(list(system_names), runtime, registry if registry is not None else locomo_registry())
+    check_system_inputs(conversations, systems)
     _load_models(systems, runtime)
     timelines = [conversation_timeline(conv, cfg.budget) for conv in conversations]
     finals, writes, write_seconds = _write_all(timelines, systems, progress)

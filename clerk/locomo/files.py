@@ -3,7 +3,7 @@
 A configured path (``locomo.path``) wins; otherwise, where allowed (``locomo.download``), the
 Percena file is fetched from the Hugging Face hub. Without data, one line says where to get it and
 which key to set, and nothing is written (below: exit status 2 and that line). Either format is
-recognised by its first byte.
+recognised by its first byte (and, for ``{``, by whether the file is one ``locomo10.json`` sample).
 
     clerk locomo --model resources/models/smollm2-135m --out /tmp/locomo-none
 """
@@ -11,6 +11,7 @@ recognised by its first byte.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from pathlib import Path
 
@@ -32,7 +33,8 @@ FORMAT_LOCOMO10 = "locomo10-json"
 
 
 def detect_format(path: str | Path) -> str:
-    """:data:`FORMAT_PERCENA` (JSON lines) or :data:`FORMAT_LOCOMO10` (one JSON list), by the first byte.
+    """:data:`FORMAT_PERCENA` (JSON lines) or :data:`FORMAT_LOCOMO10` (a JSON list of samples, or
+    one sample object: a per-conversation file), by the first byte and, for ``{``, the first object.
 
     Raises:
         UserError: when the file is empty or starts with anything else.
@@ -42,11 +44,29 @@ def detect_format(path: str | Path) -> str:
     if head.startswith(b"["):
         return FORMAT_LOCOMO10
     if head.startswith(b"{"):
-        return FORMAT_PERCENA
+        return FORMAT_LOCOMO10 if _is_one_sample(path) else FORMAT_PERCENA
     raise UserError(
         f"{path}: expected Percena JSON lines (starting with '{{') or locomo10.json (starting with '['), "
         f"got {head[:20]!r}"
     )
+
+
+def _is_one_sample(path: str | Path) -> bool:
+    """Whether a file starting with ``{`` is one ``locomo10.json`` sample rather than JSON lines:
+    its first line is not a whole Percena record and the whole file is one object with a
+    ``conversation``."""
+    with open(path, encoding="utf-8-sig") as fh:
+        first = fh.readline()
+    try:
+        record = json.loads(first)
+        return isinstance(record, dict) and "conversation" in record and "question_id" not in record
+    except json.JSONDecodeError:
+        pass
+    try:
+        whole = json.loads(Path(path).read_text(encoding="utf-8-sig"))
+    except json.JSONDecodeError:
+        return False  # not one object either: the Percena reader names the bad line
+    return isinstance(whole, dict) and "conversation" in whole
 
 
 def load_locomo(path: str | Path, mc_seed: int = 0) -> list[Conversation]:

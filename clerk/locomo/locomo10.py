@@ -4,8 +4,11 @@
 (``speaker_a``, ``speaker_b``, ``session_N`` turn lists of ``{speaker, dia_id, text}`` with
 optional ``img_url``/``blip_caption``, ``session_N_date_time``), ``qa`` (``question``,
 ``answer`` or, for adversarial questions, ``adversarial_answer``, ``evidence``, ``category``)
-and ``session_summary``. Sessions are the ``session_N`` keys that exist (some date keys have no
-session), ordered by N as a number. A shared photo becomes ``[shares a photo: CAPTION]`` in the
+and the session summaries: a ``session_summary`` block of ``session_N_summary`` keys, or (as in
+the dataset's per-conversation files) the ``session_N_summary`` keys at the top level of the
+sample (or inside ``conversation``); a file may also hold one sample as a JSON object instead
+of a list. Sessions are the ``session_N`` keys that exist (some date keys have no session),
+ordered by N as a number. A shared photo becomes ``[shares a photo: CAPTION]`` in the
 turn text. The 10-option questions are built here (:func:`build_mc_options`), so the result is
 labelled ``LoCoMo-MC10-local``, never as the Percena set. The numeric categories are renamed by
 :func:`clerk.locomo.data.category_from_number`.
@@ -37,6 +40,9 @@ NOT_MENTIONED = "Not mentioned in the conversation."
 SOURCE_LOCAL = "LoCoMo-MC10-local"
 
 _SESSION_KEY = re.compile(r"session_(\d+)")
+_SUMMARY_KEY = re.compile(r"session_\d+_summary")
+#: Where a locomo10.json sample's summaries may be, as error messages name it.
+SUMMARY_FIELDS = "'session_summary' (a block of 'session_N_summary' keys) or top-level 'session_N_summary' keys"
 
 
 # --- ten options from one gold answer ------------------------------------------------------
@@ -155,14 +161,33 @@ def _qa_gold(qa: dict, category: str, where: str) -> str:
 
 
 def _read_samples(path: str | Path) -> list:
-    """The file's non-empty JSON list of samples."""
+    """The file's non-empty JSON list of samples (a file holding one sample object counts as a list of it)."""
     try:
         samples = json.loads(Path(path).read_text(encoding="utf-8"))
     except json.JSONDecodeError as err:
         raise UserError(f"{path}: expected a JSON list of samples, got invalid JSON ({err.msg})") from None
+    if isinstance(samples, dict) and "conversation" in samples:
+        samples = [samples]  # one conversation's own file
     if not isinstance(samples, list) or not samples:
         raise UserError(f"{path}: expected a non-empty JSON list of samples, got {type(samples).__name__}")
     return samples
+
+
+def _summaries(sample: dict, conversation: dict, where: str) -> dict:
+    """``session_N_summary`` -> text, from whichever layout the sample uses (a ``session_summary``
+    block wins over top-level keys, which win over keys inside ``conversation``).
+
+    >>> _summaries({"session_1_summary": "A", "session_summary": {"session_2_summary": "B"}}, {}, "s")
+    {'session_1_summary': 'A', 'session_2_summary': 'B'}
+    """
+    block = sample.get("session_summary")
+    if block is not None and not isinstance(block, dict):
+        raise UserError(f"{where}: field 'session_summary' expected an object of 'session_N_summary' keys, "
+                        f"got {type(block).__name__}")
+    found: dict = {}
+    for source in (conversation, sample, block or {}):
+        found.update({k: v for k, v in source.items() if _SUMMARY_KEY.fullmatch(k)})
+    return found
 
 
 #: One parsed sample: (conv_id, speakers, sessions, [(qa, category, gold_text)]).
@@ -179,8 +204,7 @@ def _parse_sample(sample: Any, where: str) -> _Parsed:
         str(require_field(conversation, "speaker_a", str, f"{where}.conversation")),
         str(require_field(conversation, "speaker_b", str, f"{where}.conversation")),
     )
-    summaries = sample.get("session_summary") or {}
-    sessions = _locomo10_sessions(conversation, summaries, where)
+    sessions = _locomo10_sessions(conversation, _summaries(sample, conversation, where), where)
     qas = []
     for k, qa in enumerate(require_field(sample, "qa", list, where)):
         q_where = f"{where}.qa[{k}]"

@@ -16,6 +16,8 @@ class OracleMemory(LedgerSystem):
     """Applies each session's ``gold_ops``; its ledger equals the gold ledger after every session."""
 
     version = "1"
+    #: Session data it reads besides the turns: the gold programs (synthetic timelines only).
+    session_fields = ("gold_ops",)
 
     def propose(self, states: list, timelines: list[dict], sessions: list[dict]) -> list[Proposal]:
         return [Proposal(None, session["gold_ops"]) for session in sessions]

@@ -60,6 +60,8 @@ class SummaryRagMemory(MemorySystem):
     """BM25 over session summaries; the reader is the base model (``--baseline-reader``)."""
 
     version = "1"
+    #: Session data it reads besides the turns (checked against the data before a run).
+    session_fields = ("summary",)
 
     def k(self) -> int:
         """Summaries shown per question."""

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from clerk.errors import UserError
+from clerk.provenance.environment import environment_warnings
 from clerk.provenance.files import load_json, write_json
 from clerk.provenance.manifest import build_manifest
 from clerk.provenance.numbers import build_numbers
@@ -48,6 +49,10 @@ def _verify_main(args) -> None:
     problems = verify(Path(args.workdir), manifest, numbers, paper, absent=absent, strict=args.strict)
     for problem in problems:
         print(f"clerk verify: {problem}", file=sys.stderr)
+    # Warnings only, printed either way: another environment may explain a mismatch.
+    lock = None if args.lock == "none" else Path(args.workdir) / args.lock
+    for line in environment_warnings(manifest, lock):
+        print(f"clerk verify: {line}", file=sys.stderr)
     if problems:
         raise SystemExit(f"clerk verify: FAILED with {len(problems)} problem(s)")
     for path in absent:
@@ -91,4 +96,8 @@ def register_cli(sub) -> None:
     p.add_argument("--workdir", default=".", help="directory the manifest paths are relative to (default: .)")
     p.add_argument("--strict", action="store_true",
                    help="also fail on missing git-ignored outputs (models, adapters) instead of listing them")
+    p.add_argument("--lock", default="requirements.lock",
+                   help="lock to compare the running environment with, relative to --workdir; a difference from "
+                        "it or from the manifest's package versions is a warning ('none' = skip; default: "
+                        "requirements.lock)")
     p.set_defaults(func=_verify_main)

@@ -77,7 +77,8 @@ def _add_train_parser(sub) -> None:
         help="LoRA SFT (TRL SFTTrainer + PEFT) of a base model on the CLERK SFT dataset",
         description="Train a LoRA adapter with assistant-only loss. Writes adapter_model.safetensors, "
         "adapter_config.json, train_log.csv, metrics.json, train_config.json to --out; resumes from "
-        "--out/checkpoints when rerun after an interruption; deletes checkpoints after success.",
+        "--checkpoint-dir (default --out/checkpoints) when rerun after an interruption; deletes checkpoints "
+        "after success.",
     )
     # inputs / outputs
     p.add_argument("--sft", required=True, help="SFT DatasetDict directory (save_to_disk; train/validation, column messages)")
@@ -126,7 +127,10 @@ def _add_runtime_args(g, d: TrainConfig) -> None:
                    help="loss over full logits, or TRL's chunked fused LM head (less memory, slow on CPU); "
                    "auto = fused on CUDA, full on CPU (default: auto)")
     g.add_argument("--threads", type=int, default=d.threads, help="torch CPU threads; 0 = torch default (default: 0)")
-    g.add_argument("--keep-checkpoints", dest="keep_checkpoints", action="store_true", help="keep --out/checkpoints after success (default: delete)")
+    g.add_argument("--checkpoint-dir", dest="checkpoint_dir", default=d.checkpoint_dir, metavar="DIR",
+                   help="where checkpoints go and a rerun resumes from; keep it outside a workflow's declared "
+                   "outputs, which Snakemake deletes when it reruns an interrupted job (default: --out/checkpoints)")
+    g.add_argument("--keep-checkpoints", dest="keep_checkpoints", action="store_true", help="keep the checkpoints after success (default: delete)")
 
 
 def _add_bench_parser(sub) -> None:

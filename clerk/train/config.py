@@ -53,6 +53,7 @@ class TrainConfig:
     device: str = "auto"  # auto | cpu | cuda
     threads: int = 0  # torch intra-op threads; 0 = torch's default
     keep_checkpoints: bool = False
+    checkpoint_dir: str = ""  # checkpoints for resumption; "" = OUT/checkpoints
 
     def __post_init__(self) -> None:
         self.lora_targets = tuple(self.lora_targets)

@@ -3,8 +3,12 @@
 OUT gets ``adapter_model.safetensors``, ``adapter_config.json``, ``train_log.csv`` (one row per
 logged step), ``metrics.json`` (final losses, steps, tokens, seconds, resumes) and
 ``train_config.json`` (the resolved config, device, precision and package versions).
-Checkpoints go to ``OUT/checkpoints/checkpoint-<step>/`` (only the newest is kept) and are
-deleted once training succeeds unless ``--keep-checkpoints``. A checkpoint holds the optimizer,
+Checkpoints go to ``CKPT/checkpoint-<step>/`` (``--checkpoint-dir``, default ``OUT/checkpoints``;
+only the newest is kept) and are deleted once training succeeds unless ``--keep-checkpoints``.
+The workflow keeps them outside the rule's output (``resources/checkpoints/train/<seed>``):
+Snakemake deletes an incomplete output directory before it reruns a killed job, which would
+otherwise start training over. Each checkpoint also carries a copy of ``train_log.csv``, so the
+log survives a deleted OUT. A checkpoint holds the optimizer,
 scheduler and RNG states that transformers writes with ``torch.save``; resuming reads them back
 with ``torch.load(weights_only=True)`` (tensors and plain containers only, no arbitrary
 unpickling), and only from files this command wrote itself. Weights are safetensors throughout.
@@ -34,7 +38,7 @@ LOG_COLUMNS = ("step", "loss", "lr", "tokens_seen", "seconds")
 #: checkpoints are resumed from, so a kill in the middle of a save is harmless.
 _COMPLETE_MARKER = "clerk_complete"
 #: Config keys that may change between a run and its resumption (they do not affect the result).
-_RUNTIME_KEYS = ("threads", "keep_checkpoints", "out")
+_RUNTIME_KEYS = ("threads", "keep_checkpoints", "out", "checkpoint_dir")
 
 
 @dataclass
@@ -104,11 +108,14 @@ def _callbacks(log_path: Path, seconds_offset: float, extra: list | None):
                 ])
 
     class MarkComplete(TrainerCallback):
-        """Mark a checkpoint as fully written (on_save runs after the Trainer finished saving it)."""
+        """Copy the log into a checkpoint, then mark it fully written (on_save runs after the
+        Trainer finished saving it, and after the step's log row)."""
 
         def on_save(self, args, state, control, **kwargs):
             ckpt = Path(args.output_dir) / f"checkpoint-{state.global_step}"
             if ckpt.is_dir():
+                if log_path.is_file():
+                    shutil.copyfile(log_path, ckpt / log_path.name)
                 (ckpt / _COMPLETE_MARKER).write_text(f"{state.global_step}\n")
 
     return [CsvLog(), MarkComplete(), *(extra or [])]
@@ -146,6 +153,10 @@ def _prepare_resume(cfg: TrainConfig, out: Path, ckpt_dir: Path) -> tuple[int | 
         return None, None, 0.0
     resume_step, resume_path = resume[-1]
     print(f"clerk train: resuming from checkpoint {resume_path} (step {resume_step})", file=sys.stderr)
+    # The checkpoint's copy of the log wins: OUT may have been deleted since (Snakemake removes an
+    # interrupted job's output), or hold rows past the checkpoint (those are redone).
+    if (resume_path / "train_log.csv").is_file():
+        shutil.copyfile(resume_path / "train_log.csv", out / "train_log.csv")
     return resume_step, resume_path, truncate_log(out / "train_log.csv", resume_step)
 
 
@@ -160,6 +171,37 @@ def _check_model_dir(model: str) -> Path:
     return model_dir
 
 
+def _matches(name: str, wanted: str) -> bool:
+    """PEFT's rule: a module matches a target given as its full dotted name or its last parts.
+
+    >>> _matches("model.layers.0.self_attn.q_proj", "q_proj"), _matches("model.layers.0.self_attn.q_proj", "proj")
+    (True, False)
+    """
+    return name == wanted or name.endswith("." + wanted)
+
+
+def check_module_names(model, lora_targets, modules_to_save, model_dir: Path | str = "the base model") -> None:
+    """Every LoRA target names a layer LoRA can adapt, and every module to save a module, of ``model``.
+
+    Raises:
+        UserError: naming the flag (and its config key), the unknown names and the valid ones.
+    """
+    import torch.nn as nn
+    from transformers.pytorch_utils import Conv1D
+
+    adaptable = (nn.Linear, nn.Embedding, nn.Conv1d, nn.Conv2d, Conv1D)  # what PEFT's LoRA wraps
+    names = {name: module for name, module in model.named_modules() if name}
+    checks = (("--lora-targets", "train.lora_targets", lora_targets,
+               [n for n, m in names.items() if isinstance(m, adaptable)], "LoRA can adapt"),
+              ("--modules-to-save", "train.modules_to_save", modules_to_save, list(names), "modules"))
+    for flag, key, wanted, pool, what in checks:
+        unknown = [w for w in wanted if not any(_matches(n, w) for n in pool)]
+        if unknown:
+            short = sorted({n.rsplit(".", 1)[-1] for n in pool} - {str(i) for i in range(len(names))})
+            raise UserError(f"{flag} (config {key}): {', '.join(map(repr, unknown))} not found in {model_dir}; "
+                            f"{what}: {', '.join(short)}")
+
+
 def _build_model(cfg: TrainConfig, model_dir: Path, device: str, bf16: bool):
     """Seed, load the base model and its tokenizer, and wrap the model with LoRA.
 
@@ -167,7 +209,8 @@ def _build_model(cfg: TrainConfig, model_dir: Path, device: str, bf16: bool):
         ``(peft_model, tokenizer, weights_dtype)``; weights are bf16 only on CUDA with ``bf16``.
 
     Raises:
-        UserError: the tokenizer does not carry CLERK's chat template.
+        UserError: the tokenizer does not carry CLERK's chat template, or a LoRA target or module
+            to save is not a module of the base model.
     """
     import torch
     from peft import LoraConfig, get_peft_model
@@ -183,6 +226,7 @@ def _build_model(cfg: TrainConfig, model_dir: Path, device: str, bf16: bool):
     weights_dtype = torch.bfloat16 if (bf16 and device == "cuda") else torch.float32
     base = AutoModelForCausalLM.from_pretrained(model_dir, dtype=weights_dtype, use_safetensors=True)
     base.config.use_cache = False  # no KV cache while training
+    check_module_names(base, cfg.lora_targets, cfg.modules_to_save, model_dir)
     lora_kwargs: dict[str, Any] = {}
     if cfg.modules_to_save and getattr(base.config, "tie_word_embeddings", False):
         lora_kwargs["ensure_weight_tying"] = True  # keep a tied lm_head/embedding pair tied
@@ -291,7 +335,7 @@ def _run_record(cfg: TrainConfig, trainer, device: str, bf16: bool, loss_head: s
 
 
 def run_training(cfg: TrainConfig, extra_callbacks: list | None = None) -> TrainResult:
-    """Train a LoRA adapter; resume from the newest complete checkpoint in ``OUT/checkpoints``.
+    """Train a LoRA adapter; resume from the newest complete checkpoint in the checkpoint directory.
 
     Steps: 1. resolve device/precision and check a resumable state matches this config;
     2. seed, load base model + tokenizer, wrap with LoRA; 3. SFTTrainer with every TRL default
@@ -306,12 +350,12 @@ def run_training(cfg: TrainConfig, extra_callbacks: list | None = None) -> Train
         A :class:`TrainResult` (with the trained PEFT model in memory).
 
     Raises:
-        UserError: bad inputs, or checkpoints in OUT that come from a different config.
+        UserError: bad inputs, or checkpoints that come from a different config.
     """
     import torch
 
     out = Path(cfg.out)
-    ckpt_dir = out / "checkpoints"
+    ckpt_dir = Path(cfg.checkpoint_dir) if cfg.checkpoint_dir else out / "checkpoints"
     # 1. Inputs, device and precision; resume only a run with the same result-defining config.
     if cfg.threads:
         torch.set_num_threads(cfg.threads)

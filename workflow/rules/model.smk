@@ -41,6 +41,11 @@ rule train:
         **rule_resources("train"),
     params:
         args=train_args,
+        # Checkpoints live outside the declared output: Snakemake deletes an interrupted job's
+        # output directory before rerunning it, and the rerun resumes from here. `clerk train`
+        # removes this directory once the adapter is written.
+        checkpoints="resources/checkpoints/train/{seed}",
     shell:
         "clerk train --sft {input.sft} --model {input.model} --seed {wildcards.seed}"
-        " {params.args} --threads 1 --out {output.adapter} > {log} 2>&1"
+        " {params.args} --threads 1 --checkpoint-dir {params.checkpoints}"
+        " --out {output.adapter} > {log} 2>&1"
