@@ -24,6 +24,7 @@ _MODULES = (
     "clerk.sft",
     "clerk.models.cli",
     "clerk.train.cli",
+    "clerk.train.curve",
     "clerk.evaluate.cli",
     "clerk.scoring.bench",
     "clerk.locomo.cli",

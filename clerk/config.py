@@ -37,7 +37,7 @@ def registry_enums() -> dict[str, list[str]]:
     """The allowed names of each registry-backed ``$defs`` entry of the schema, from the code.
 
     >>> sorted(registry_enums())
-    ['bf16_mode', 'dtype', 'eviction_policy', 'locomo_system', 'memory_system', 'model_kind', 'reader_model']
+    ['bf16_mode', 'dtype', 'eviction_policy', 'locomo_system', 'memory_system', 'model_kind', 'reader_model', 'view_kind']
     >>> "summary-rag" in registry_enums()["memory_system"], "summary-rag" in registry_enums()["locomo_system"]
     (False, True)
     """
@@ -45,6 +45,7 @@ def registry_enums() -> dict[str, list[str]]:
     from clerk.locomo.data import LOCOMO_SYSTEMS
     from clerk.memory import MEMORY_REGISTRY
     from clerk.memory.base import DTYPES, READER_MODELS
+    from clerk.memory.views import VIEW_KINDS
     from clerk.models.spec import KINDS
     from clerk.streams.engines import POLICIES
     from clerk.train.config import BF16_MODES
@@ -60,6 +61,7 @@ def registry_enums() -> dict[str, list[str]]:
         "dtype": list(DTYPES),
         "reader_model": list(READER_MODELS),
         "bf16_mode": list(BF16_MODES),
+        "view_kind": list(VIEW_KINDS),
     }
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import reprlib
 from dataclasses import dataclass, field
 from typing import Any
@@ -299,26 +300,108 @@ def parse_program(text: Any) -> ParseResult:
     return ParseResult([], "no JSON list found")
 
 
+#: Header of the free-slot line of :func:`serialize`.
+_FREE = "free"
+#: An occupied slot line: index, uses, last write, born, optional tombstone mark, then the fact.
+_SLOT_LINE = re.compile(r"^(\d+) u(\d+) t(\d+) b(\d+)( x)? (.+)$")
+_KEY = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+def _plain(text: str) -> bool:
+    """True when a value can be written raw: one non-blank line, no quote first, no `` <`` inside."""
+    return (bool(text) and text == text.strip() and len(text.splitlines()) == 1 and "\n" not in text
+            and not text.startswith('"') and " <" not in text and text.isprintable())
+
+
+def _field(text: str, key: bool = False) -> str:
+    """A string field: raw when unambiguous, else a JSON string (exact for any text)."""
+    ok = _KEY.match(text) is not None if key else _plain(text)
+    return text if ok else dumps(text)
+
+
+def _take(text: str, stop: str) -> tuple[str, str]:
+    """Read one field from the start of ``text``: a JSON string, or raw text up to ``stop``."""
+    if text.startswith('"'):
+        value, end = json.JSONDecoder().raw_decode(text)
+        if not isinstance(value, str):
+            raise ValueError(f"expected a JSON string, got {text[:40]!r}")
+        return value, text[end:]
+    cut = text.find(stop)
+    return (text, "") if cut == -1 else (text[:cut], text[cut:])
+
+
 def serialize(ledger: Ledger) -> str:
-    """Compact exact text form for prompts: one JSON array per slot, one slot per line.
+    """Compact exact text form for prompts (SPEC §1): what the policy reads.
 
-    Occupied: ``[i,s,p,o,prev,v,born,t,uses]``; free: ``[i]``. JSON escaping keeps newlines out
-    of values, so lines split exactly.
+    Line 1 lists the free slots: ``free <count>: <indices>``. Line 2, when any slot is occupied,
+    names the subject of the first slot (``subject: Ari``). Then one line per occupied slot, in
+    the eviction oracle's order (:func:`salience_key`, least salient first), with every field:
+    ``<i> u<uses> t<t> b<born>[ x] <p>=<o>[ <<prev>]`` (`` x`` = tombstoned). A slot of another
+    subject writes ``@<s> `` before its predicate. Strings are raw when that is unambiguous and
+    JSON strings otherwise, so ``deserialize(serialize(L)) == L`` for every ledger.
 
-    >>> serialize([{"i": 0, "s": "Ari", "p": "job", "o": "chef", "prev": None, "v": 1, "born": 0, "t": 0, "uses": 0}, {"i": 1}])
-    '[0,"Ari","job","chef",null,1,0,0,0]\\n[1]'
+    >>> print(serialize([{"i": 0, "s": "Ari", "p": "job", "o": "chef", "prev": "nurse", "v": 1, "born": 0, "t": 2, "uses": 1}, {"i": 1}]))
+    free 1: 1
+    subject: Ari
+    0 u1 t2 b0 job=chef <nurse
     """
-    return "\n".join(dumps([slot[name] for name in SLOT_FIELDS if name in slot]) for slot in ledger)
+    free = [slot["i"] for slot in ledger if is_free(slot)]
+    lines = [f"{_FREE} {len(free)}:" + "".join(f" {i}" for i in free)]
+    slots = sorted(occupied(ledger), key=salience_key)
+    if slots:
+        subject = slots[0]["s"]
+        lines.append(f"subject: {subject if _plain(subject) else dumps(subject)}")
+        for slot in slots:
+            who = "" if slot["s"] == subject else f"@{dumps(slot['s'])} "
+            mark = "" if slot["v"] else " x"
+            prev = "" if slot["prev"] is None else f" <{_field(slot['prev'])}"
+            lines.append(f"{slot['i']} u{slot['uses']} t{slot['t']} b{slot['born']}{mark} "
+                         f"{who}{_field(slot['p'], key=True)}={_field(slot['o'])}{prev}")
+    return "\n".join(lines)
+
+
+def _parse_slot(line: str, subject: str) -> Slot:
+    match = _SLOT_LINE.match(line)
+    if match is None:
+        raise ValueError(f"not a slot line: {line!r}")
+    i, uses, t, born, mark, rest = match.groups()
+    s = subject
+    if rest.startswith("@"):
+        s, rest = _take(rest[1:], " ")
+        rest = rest[1:]
+    p, rest = _take(rest, "=")
+    if not rest.startswith("="):
+        raise ValueError(f"missing '=' after the predicate: {line!r}")
+    o, rest = _take(rest[1:], " <")
+    prev = None
+    if rest:
+        if not rest.startswith(" <"):
+            raise ValueError(f"unexpected text after the value: {line!r}")
+        prev, rest = _take(rest[2:], "\n")
+        if rest:
+            raise ValueError(f"unexpected text after the previous value: {line!r}")
+    return {"i": int(i), "s": s, "p": p, "o": o, "prev": prev, "v": 0 if mark else 1,
+            "born": int(born), "t": int(t), "uses": int(uses)}
 
 
 def deserialize(text: str) -> Ledger:
     """Inverse of :func:`serialize`. Raises ValueError on malformed text."""
-    ledger = []
-    for n, line in enumerate(text.split("\n")):
-        row = json.loads(line)
-        if not isinstance(row, list) or len(row) not in (1, len(SLOT_FIELDS)):
-            raise ValueError(f"line {n}: expected [i] or {len(SLOT_FIELDS)} fields, got {line!r}")
-        ledger.append(dict(zip(SLOT_FIELDS, row)))
+    lines = text.split("\n")
+    head = re.match(rf"^{_FREE} (\d+):((?: \d+)*)$", lines[0])
+    if head is None:
+        raise ValueError(f"line 0: expected 'free <count>: <indices>', got {lines[0]!r}")
+    free = [int(x) for x in head.group(2).split()]
+    if int(head.group(1)) != len(free):
+        raise ValueError(f"line 0: the count {head.group(1)} does not match {len(free)} listed free slots")
+    slots: list[Slot] = [{"i": i} for i in free]
+    if len(lines) > 1:
+        if not lines[1].startswith("subject: "):
+            raise ValueError(f"line 1: expected 'subject: <name>', got {lines[1]!r}")
+        subject = lines[1][len("subject: "):]
+        if subject.startswith('"'):
+            subject = json.loads(subject)
+        slots += [_parse_slot(line, subject) for line in lines[2:]]
+    ledger = sorted(slots, key=lambda slot: slot["i"])
     validate_ledger(ledger)
     return ledger
 

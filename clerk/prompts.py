@@ -2,16 +2,22 @@
 
 SPEC §4. Two tasks share one chat format (ChatML, the format of SmolLM2 and Qwen2.5):
 
-* CONSOLIDATE: (serialized ledger before, session index, transcript) -> edit program as JSON.
-* ANSWER: (a memory view, question) -> answer text. The memory view is the ledger for ledger
-  systems and transcript text for the baselines, so all systems share one answer prompt.
+* CONSOLIDATE: (serialized ledger before, the session's user lines) -> an edit program in the
+  program language of ``clerk.program``. The trained policy gets no instructions (it learned the
+  task from examples: every token of a prompt costs in training and in every write); the
+  prompted-ledger baseline gets instructions and worked examples (:data:`PROMPTED_SYSTEM`).
+* ANSWER: (a memory view, question) -> answer text. The view is :func:`reader_ledger` for ledger
+  systems and transcript text for the baselines; every system is read through this one prompt
+  by the one reader.
 
 Training (``clerk.sft``), evaluation (``clerk.evaluate``) and LoCoMo (``clerk.locomo``) build their
 messages here and nowhere else.
 
-    >>> m = answer_messages("[0]", "Where does Ari live?")
+    >>> m = answer_messages("city=Oslo", "Where does Ari live?")
     >>> [x["role"] for x in m]
-    ['system', 'user']
+    ['user']
+
+    python -m doctest clerk/prompts.py -v
 """
 
 from __future__ import annotations
@@ -42,19 +48,31 @@ CHAT_TEMPLATE = (
 SPECIAL_TOKENS = ("<|im_start|>", "<|im_end|>", "<|endoftext|>")
 END_OF_TURN = "<|im_end|>"
 
-CONSOLIDATE_SYSTEM = (
-    "You keep a fixed-size memory ledger about the user. Each line is a slot "
-    "[i,subject,predicate,value,previous,valid,born,last_write,uses]; [i] is a free slot. "
-    "Read the new session and reply with only a JSON list of edits: "
-    '{"op":"ADD","s":..,"p":..,"o":..} for a new fact (fills the lowest free slot); '
-    '{"op":"UPDATE","i":..,"s":..,"p":..,"o":..} when a fact changed; '
-    '{"op":"TOMBSTONE","i":..} when a fact is no longer true; '
-    '{"op":"EVICT","i":..} to free a slot when none is free (fewest uses, then oldest last_write, '
-    "then lowest i). Reply [] when nothing changes."
+#: The prompted-ledger baseline's instructions, in the style of Mem0's memory-update prompt
+#: (an LLM told which operations exist, when to use each, and shown worked examples), for the same
+#: program language the trained policy writes (``clerk.program``). The trained policy gets no
+#: instructions: it learned the task from examples.
+PROMPTED_SYSTEM = (
+    "You are a memory manager. You keep a fixed number of memory slots about the user and update "
+    "them after every conversation. The memory lists the free slots, the user's name, then one slot "
+    "per line: index, u<times used>, t<session of last change>, b<session added>, an x if the fact "
+    "stopped being true, then fact=value and <previous value. Reply with one edit per line and "
+    "nothing else:\n"
+    "ADD <fact> <value> when the user states a new fact (it takes a free slot);\n"
+    "UPDATE <fact> <value> when a remembered fact changed;\n"
+    "TOMBSTONE <fact> when a remembered fact is no longer true;\n"
+    "EVICT <fact> before an ADD when no slot is free: evict the first slot listed (the least used).\n"
+    "Small talk changes nothing. Use the fact names of the memory and the examples."
 )
-ANSWER_SYSTEM = (
-    "Answer the question from the memory below only. If it was never mentioned, say "
-    f'"{UNKNOWN_ANSWER}" If it stopped being true, say "{NEGATED_ANSWER}"'
+#: Worked examples of the prompted baseline: (memory, user lines, program). Written for this prompt;
+#: they use facts and values of no test persona's.
+PROMPTED_EXAMPLES = (
+    ("free 2: 1 2\nsubject: Mia\n0 u0 t0 b0 job=nurse",
+     "Hi, Mia here.\nI quit nursing, I'm a chef now.\nThe weather is lovely.\nI live in Lisbon.",
+     "UPDATE job chef\nADD city Lisbon"),
+    ("free 0:\nsubject: Tom\n2 u0 t1 b1 pet=a cat\n0 u1 t0 b0 city=Oslo\n1 u2 t1 b0 car=Fiat",
+     "Hello, it's Tom.\nMy cat passed away, I have no pet now.\nI started playing the piano.",
+     "TOMBSTONE pet\nEVICT pet\nADD instrument piano"),
 )
 
 
@@ -78,26 +96,83 @@ def render_turns(turns: Iterable[dict[str, Any]], date: str | None = None) -> st
     return "\n".join(lines)
 
 
-def consolidate_messages(
-    ledger_text: str, session_index: int, transcript: str, program_text: str | None = None
-) -> list[dict[str, str]]:
-    """Messages for the CONSOLIDATE task; with ``program_text`` the assistant turn is included (SFT)."""
-    user = f"Session {session_index}.\nLedger:\n{ledger_text}\nTranscript:\n{transcript}"
-    messages = [
-        {"role": "system", "content": CONSOLIDATE_SYSTEM},
-        {"role": "user", "content": user},
-    ]
+def policy_transcript(turns: Iterable[dict[str, Any]]) -> str:
+    """What the policy reads of a session: the user's lines, one per line (the assistant only
+    acknowledges them in this data; SPEC §2).
+
+    >>> policy_transcript([{"role": "user", "content": "I moved to Oslo."}, {"role": "assistant", "content": "Noted."}])
+    'I moved to Oslo.'
+    """
+    return "\n".join(turn["content"] for turn in turns if turn["role"] == "user")
+
+
+def _consolidate_user(ledger_text: str, transcript: str) -> str:
+    return f"{ledger_text}\n---\n{transcript}"
+
+
+def consolidate_messages(ledger_text: str, transcript: str, program_text: str | None = None) -> list[dict[str, str]]:
+    """The trained policy's CONSOLIDATE prompt: no instructions, the serialized ledger
+    (``ledger.serialize``), a ``---`` line, the session's user lines; with ``program_text`` (the
+    program language, ``clerk.program``) the assistant turn is included (SFT).
+
+    >>> consolidate_messages("free 1: 0", "I live in Oslo.", "ADD city Oslo")[0]["content"]
+    'free 1: 0\\n---\\nI live in Oslo.'
+    """
+    messages = [{"role": "user", "content": _consolidate_user(ledger_text, transcript)}]
     if program_text is not None:
         messages.append({"role": "assistant", "content": program_text})
     return messages
 
 
+def prompted_messages(ledger_text: str, transcript: str) -> list[dict[str, str]]:
+    """The prompted-ledger baseline's prompt: instructions, the worked examples as earlier turns,
+    then the same user message as the trained policy's. Everything before the last user turn is
+    the same for every write, so a decoder can encode it once."""
+    messages = [{"role": "system", "content": PROMPTED_SYSTEM}]
+    for memory, lines, program in PROMPTED_EXAMPLES:
+        messages += [{"role": "user", "content": _consolidate_user(memory, lines)},
+                     {"role": "assistant", "content": program}]
+    return messages + [{"role": "user", "content": _consolidate_user(ledger_text, transcript)}]
+
+
+def reader_ledger(ledger: list[dict[str, Any]]) -> str:
+    """The reader's view of a ledger: one ``fact=value`` line per occupied slot in index order,
+    `` (was <prev>)`` after a superseded value and `` (no longer)`` on a tombstoned fact. The
+    policy reads the exact serialization instead (``ledger.serialize``); the reader needs only
+    what answers a question, so its view is short (this length is the read cost reported).
+
+    >>> reader_ledger([{"i": 0, "s": "A", "p": "job", "o": "chef", "prev": "nurse", "v": 0, "born": 0, "t": 1, "uses": 0}, {"i": 1}])
+    'job=chef (was nurse) (no longer)'
+    """
+    lines = []
+    for slot in ledger:
+        if "s" not in slot:
+            continue
+        line = f"{slot['p']}={slot['o']}"
+        if slot["prev"] is not None:
+            line += f" (was {slot['prev']})"
+        if not slot["v"]:
+            line += " (no longer)"
+        lines.append(line)
+    return "\n".join(lines) if lines else EMPTY_MEMORY
+
+
+#: The view of a memory that holds nothing yet.
+EMPTY_MEMORY = "(nothing yet)"
+
+
 def answer_messages(memory_text: str, question: str, answer: str | None = None) -> list[dict[str, str]]:
-    """Messages for the ANSWER task over any memory view; with ``answer`` the assistant turn is included."""
-    messages = [
-        {"role": "system", "content": ANSWER_SYSTEM},
-        {"role": "user", "content": f"Memory:\n{memory_text}\nQuestion: {question}"},
-    ]
+    """The ANSWER prompt over any memory view (ledger, transcript, retrieved turns, notes): no
+    instructions, the view, then ``Q: <question>``; with ``answer`` the assistant turn (SFT).
+
+    >>> answer_messages("job=chef", "What is Ari's job?")[0]["content"]
+    "job=chef\\nQ: What is Ari's job?"
+    """
+    messages = [{"role": "user", "content": f"{memory_text or EMPTY_MEMORY}\n{QUESTION_MARK}{question}"}]
     if answer is not None:
         messages.append({"role": "assistant", "content": answer})
     return messages
+
+
+#: Where the per-question part of an answer prompt starts (after the view's last newline).
+QUESTION_MARK = "Q: "

@@ -2,10 +2,11 @@
 
 Two tasks, both built with :mod:`clerk.prompts` (the prompts training and evaluation share):
 
-* CONSOLIDATE, one example per session of every persona: (serialized ``ledger_before``, session
-  index, transcript) -> the gold program as compact JSON (``ledger.dumps``).
-* ANSWER, drawn from the sessions' questions: (serialized ``ledger_before``, i.e. the ledger at
-  question time, question) -> the gold answer text.
+* CONSOLIDATE, one example per session of every persona: (serialized ``ledger_before``, the
+  session's user lines) -> the gold program in the program language (``clerk.program``).
+* ANSWER, drawn from the sessions' questions over every kind of view the reader will read
+  (``clerk.memory.views``: the reader's ledger view of ``ledger_before``, i.e. the ledger at
+  question time, and the transcript baselines' views), question -> the gold answer text.
 
 Columns: ``messages`` (list of ``{role, content}``; the assistant turn is the target, so TRL's
 ``assistant_only_loss`` trains on it alone), ``task`` (``consolidate`` | ``answer``), ``persona``,
@@ -15,18 +16,22 @@ Columns: ``messages`` (list of ``{role, content}``; the assistant turn is the ta
 when ``val_fraction > 0`` and at most all but one, are drawn with a seeded ``random.Random`` from
 the sorted persona names; every example of a persona lands in the same split.
 
-**Mixture ratio.** Within each split, ``n_answer = round_half_up(answer_ratio * n_consolidate)``.
-Answer examples are drawn from that split's pool of questions (all questions of its personas, in
-file order): ``n_answer // pool`` full passes over the pool, then a seeded sample without
-replacement for the remainder, so a question is repeated only when the ratio asks for more
-answers than there are questions. An empty pool gives no answer examples (the stats say so).
+**Mixture ratio.** Within each split, ``n_answer = round_half_up(answer_ratio * n_consolidate)``,
+shared out over the view kinds by ``answer_views`` weights (largest remainders). Each kind's
+examples are drawn from that split's pool of (question, view of that kind) pairs (in file
+order): ``n // pool`` full passes over the pool, then a seeded sample without replacement for
+the remainder, so a question is repeated only when the ratio asks for more answers than there
+are questions. An empty pool gives no answer examples (the stats say so). ``evict_weight``
+repeats each CONSOLIDATE example whose gold program evicts that many times (1 = no
+oversampling), so the rarest decision gets more of the training budget.
 
 **Determinism.** Every random choice uses its own ``random.Random`` seeded from the string
 ``"clerk.sft:<purpose>:<seed>"`` (string seeds are hashed with SHA-512 by ``random``, so
 ``PYTHONHASHSEED`` plays no part). Each split's fingerprint is the SHA-256 of its rows, so
 ``save_to_disk`` writes byte-identical files for the same timelines and arguments.
 
-    clerk build-sft --timelines results/data/train_137.jsonl --seed 137 --out results/sft/137
+    clerk build-sft --timelines results/data/137/train.jsonl --tokenizer resources/models/smollm2-135m \
+        --seed 137 --out results/sft/137
 """
 
 from __future__ import annotations
@@ -36,12 +41,13 @@ import json
 import math
 import random
 import shutil
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from clerk import ledger as L
 from clerk import prompts
+from clerk.program import render_program
 from clerk.errors import UserError
 
 TASKS = ("consolidate", "answer")
@@ -59,11 +65,16 @@ class SFTDataConfig:
         seed: base seed of the persona split, the answer sampling and the shuffles.
         answer_ratio: ANSWER examples per CONSOLIDATE example in each split (>= 0; 0 = none).
         val_fraction: share of personas held out for validation, in [0, 1).
+        answer_views: view kind -> weight of its share of the ANSWER examples
+            (``clerk.memory.views.VIEW_KINDS``; weights > 0).
+        evict_weight: copies of each CONSOLIDATE example whose gold program has an EVICT (>= 1).
     """
 
     seed: int
     answer_ratio: float = 0.5
     val_fraction: float = 0.1
+    answer_views: dict[str, float] = field(default_factory=lambda: {"ledger": 1.0})
+    evict_weight: int = 1
 
     def __post_init__(self) -> None:
         if type(self.seed) is not int:
@@ -72,6 +83,14 @@ class SFTDataConfig:
             raise UserError(f"answer_ratio must be a finite number >= 0, got {self.answer_ratio!r}")
         if not _is_number(self.val_fraction) or not 0 <= self.val_fraction < 1:
             raise UserError(f"val_fraction must be a number in [0, 1), got {self.val_fraction!r}")
+        from clerk.memory.views import VIEW_KINDS
+
+        if not self.answer_views or any(k not in VIEW_KINDS for k in self.answer_views):
+            raise UserError(f"answer_views must map view kinds ({', '.join(VIEW_KINDS)}) to weights, got {self.answer_views!r}")
+        if any(not _is_number(w) or not math.isfinite(w) or w <= 0 for w in self.answer_views.values()):
+            raise UserError(f"answer_views weights must be numbers > 0, got {self.answer_views!r}")
+        if type(self.evict_weight) is not int or self.evict_weight < 1:
+            raise UserError(f"evict_weight must be an int >= 1, got {self.evict_weight!r}")
 
 
 def _is_number(x: Any) -> bool:
@@ -140,19 +159,19 @@ def example_chars(messages: list[dict[str, str]]) -> int:
 
 
 def consolidate_example(timeline: dict[str, Any], session: dict[str, Any]) -> dict[str, Any]:
-    """The CONSOLIDATE row of one session: ledger before + transcript -> gold program."""
+    """The CONSOLIDATE row of one session: serialized ledger before + user lines -> gold program."""
+    before = session["ledger_before"]
     messages = prompts.consolidate_messages(
-        L.serialize(session["ledger_before"]),
-        session["index"],
-        prompts.render_turns(session["turns"]),
-        L.dumps(session["gold_ops"]),
+        L.serialize(before),
+        prompts.policy_transcript(session["turns"]),
+        render_program(before, session["gold_ops"], session["index"]),
     )
     return {"messages": messages, "task": "consolidate", "persona": timeline["name"], "session": session["index"]}
 
 
-def answer_example(timeline: dict[str, Any], session: dict[str, Any], question: dict[str, Any]) -> dict[str, Any]:
-    """The ANSWER row of one question: the ledger at question time + question -> gold answer."""
-    messages = prompts.answer_messages(L.serialize(session["ledger_before"]), question["question"], question["answer"])
+def answer_example(timeline: dict[str, Any], session: dict[str, Any], question: dict[str, Any], view: str) -> dict[str, Any]:
+    """The ANSWER row of one question over one view -> the gold answer."""
+    messages = prompts.answer_messages(view, question["question"], question["answer"])
     return {"messages": messages, "task": "answer", "persona": timeline["name"], "session": session["index"]}
 
 
@@ -215,29 +234,59 @@ def _answer_draw(pool: list[Any], n: int, rng: random.Random) -> list[Any]:
     return pool * passes + rng.sample(pool, rest)
 
 
-def build_rows(timelines: list[dict[str, Any]], config: SFTDataConfig) -> tuple[dict[str, list[dict]], dict[str, Any]]:
+def view_shares(n: int, weights: dict[str, float]) -> dict[str, int]:
+    """Split ``n`` examples over view kinds in proportion to ``weights`` (largest remainders; ties
+    by the order of ``weights``).
+
+    >>> view_shares(10, {"ledger": 3, "full": 1, "window": 1})
+    {'ledger': 6, 'full': 2, 'window': 2}
+    """
+    total = sum(weights.values())
+    exact = {k: n * w / total for k, w in weights.items()}
+    out = {k: math.floor(x) for k, x in exact.items()}
+    order = sorted(weights, key=lambda k: -(exact[k] - out[k]))
+    for k in order[: n - sum(out.values())]:
+        out[k] += 1
+    return out
+
+
+def build_rows(timelines: list[dict[str, Any]], config: SFTDataConfig, runtime: Any = None) -> tuple[dict[str, list[dict]], dict[str, Any]]:
     """The shuffled rows of each split and the numbers behind them (no ``datasets`` needed).
+
+    Args:
+        timelines: training timelines.
+        config: the builder's knobs.
+        runtime: a :class:`~clerk.memory.Runtime` (tokenizer, window/rag settings) for transcript
+            view kinds; not needed when ``answer_views`` holds only ``ledger``.
 
     Returns:
         (``{"train": rows, "validation": rows}``, info) where info holds the persona assignment
-        and each split's question-pool size.
+        and each split's question-pool size per view kind.
 
     Raises:
         UserError: malformed timelines (see :func:`check_timelines`).
     """
+    from clerk.memory.views import question_views
+
     check_timelines(timelines)
     assignment = split_personas([tl["name"] for tl in timelines], config.seed, config.val_fraction)
+    views = list(question_views(timelines, list(config.answer_views), runtime))
     rows: dict[str, list[dict]] = {}
-    pools: dict[str, int] = {}
+    pools: dict[str, dict[str, int]] = {}
     for split in SPLITS:
         mine = [tl for tl in timelines if assignment[tl["name"]] == split]  # file order
-        consolidate = [consolidate_example(tl, s) for tl in mine for s in tl["sessions"]]
-        pool = [(tl, s, q) for tl in mine for s in tl["sessions"] for q in s["questions"]]
-        n_answer = round_half_up(config.answer_ratio * len(consolidate))
-        drawn = _answer_draw(pool, n_answer, derived_rng(config.seed, f"answers:{split}"))
-        examples = consolidate + [answer_example(tl, s, q) for tl, s, q in drawn]
+        consolidate = [consolidate_example(tl, s) for tl in mine for s in tl["sessions"]
+                       for _ in range(config.evict_weight if any(op["op"] == "EVICT" for op in s["gold_ops"]) else 1)]
+        shares = view_shares(round_half_up(config.answer_ratio * len(consolidate)), config.answer_views)
+        examples, pools[split] = consolidate, {}
+        for kind, n in shares.items():
+            pool = [(tl, s, q, text) for k, tl, s, q, text in views if k == kind and assignment[tl["name"]] == split]
+            drawn = _answer_draw(pool, n, derived_rng(config.seed, f"answers:{split}:{kind}"))
+            examples = examples + [{**answer_example(tl, s, q, text), "view": kind} for tl, s, q, text in drawn]
+            pools[split][kind] = len(pool)
+        examples = [{"view": "", **row} if "view" not in row else row for row in examples]
         derived_rng(config.seed, f"shuffle:{split}").shuffle(examples)
-        rows[split], pools[split] = examples, len(pool)
+        rows[split] = examples
     return rows, {"assignment": assignment, "question_pool": pools}
 
 
@@ -249,8 +298,8 @@ def features():
     from datasets import Features, List, Value
 
     message = {"role": Value("string"), "content": Value("string")}
-    return Features({"messages": List(message), "task": Value("string"), "persona": Value("string"),
-                     "session": Value("int64")})
+    return Features({"messages": List(message), "task": Value("string"), "view": Value("string"),
+                     "persona": Value("string"), "session": Value("int64")})
 
 
 def rows_fingerprint(split: str, rows: list[dict[str, Any]]) -> str:
@@ -281,23 +330,22 @@ def to_dataset_dict(rows: dict[str, list[dict[str, Any]]]):
     return DatasetDict(out)
 
 
-def build_sft(timelines: list[dict[str, Any]], seed: int, answer_ratio: float = 0.5, val_fraction: float = 0.1):
+def build_sft(timelines: list[dict[str, Any]], config: SFTDataConfig, runtime: Any = None):
     """Build the SFT ``DatasetDict`` (splits ``train`` / ``validation``) from training timelines.
 
     Args:
         timelines: persona timelines in the SPEC format (all from the ``train`` split).
-        seed: base seed of the persona split, answer sampling and shuffles.
-        answer_ratio: ANSWER examples per CONSOLIDATE example, per split.
-        val_fraction: share of personas held out for validation, in [0, 1).
+        config: seed, mixture and validation share (:class:`SFTDataConfig`).
+        runtime: needed for transcript view kinds (see :func:`build_rows`).
 
     Returns:
-        ``datasets.DatasetDict`` with columns ``messages``, ``task``, ``persona``, ``session``;
-        the same inputs always give identical datasets and identical ``save_to_disk`` bytes.
+        ``datasets.DatasetDict`` with columns ``messages``, ``task``, ``view``, ``persona``,
+        ``session``; the same inputs always give identical datasets and ``save_to_disk`` bytes.
 
     Raises:
         UserError: a bad argument or malformed timelines.
     """
-    rows, _ = build_rows(timelines, SFTDataConfig(seed=seed, answer_ratio=answer_ratio, val_fraction=val_fraction))
+    rows, _ = build_rows(timelines, config, runtime)
     return to_dataset_dict(rows)
 
 
@@ -323,6 +371,8 @@ def sft_stats(dataset_dict, config: SFTDataConfig, question_pool: dict[str, int]
         for task in TASKS:
             mine = [c for c, t in zip(chars, tasks) if t == task]
             entry["tasks"][task] = {"examples": len(mine), "mean_chars": _mean(mine)}
+        views = [v for v in ds["view"] if v]
+        entry["tasks"]["answer"]["views"] = {v: views.count(v) for v in sorted(set(views))}
         if question_pool is not None:
             entry["tasks"]["answer"]["question_pool"] = question_pool[split]
         out["splits"][split] = entry
@@ -354,13 +404,32 @@ def write_sft(dataset_dict, out: str | Path, stats: dict[str, Any]) -> None:
 # --------------------------------------------------------------------------- CLI
 
 
+def parse_weights(text: str) -> dict[str, float]:
+    """``"ledger=3,full=1"`` -> ``{"ledger": 3.0, "full": 1.0}`` (order kept).
+
+    >>> parse_weights("ledger=3,full=0.5")
+    {'ledger': 3.0, 'full': 0.5}
+    """
+    out = {}
+    for part in filter(None, text.split(",")):
+        kind, _, weight = part.partition("=")
+        try:
+            out[kind.strip()] = float(weight)
+        except ValueError:
+            raise UserError(f"--answer-views: expected kind=weight pairs, got {part!r}") from None
+    return out
+
+
 def main(args: Any) -> None:
     """``clerk build-sft``: read timelines, build the dataset, save it and its stats."""
     from clerk.generator.files import load_timelines
+    from clerk.memory import EvalConfig, Runtime
 
-    config = SFTDataConfig(seed=args.seed, answer_ratio=args.answer_ratio, val_fraction=args.val_fraction)
+    config = SFTDataConfig(seed=args.seed, answer_ratio=args.answer_ratio, val_fraction=args.val_fraction,
+                           answer_views=parse_weights(args.answer_views), evict_weight=args.evict_weight)
+    runtime = Runtime(EvalConfig(window_k=args.window_k, rag_k=args.rag_k), model_dir=args.tokenizer)
     timelines = load_timelines(args.timelines)
-    rows, info = build_rows(timelines, config)
+    rows, info = build_rows(timelines, config, runtime)
     dataset_dict = to_dataset_dict(rows)
     stats = sft_stats(dataset_dict, config, info["question_pool"])
     stats["timelines_sha256"] = hashlib.sha256(Path(args.timelines).read_bytes()).hexdigest()
@@ -377,11 +446,20 @@ def register_cli(sub: Any) -> None:
     )
     # inputs and outputs
     p.add_argument("--timelines", required=True, metavar="FILE", help="training timelines (JSON lines from clerk generate)")
+    p.add_argument("--tokenizer", metavar="DIR", default=None,
+                   help="model directory whose tokenizer sizes the transcript views (needed for view kinds other than ledger)")
     p.add_argument("--out", required=True, metavar="DIR", help="output directory (replaced if it is an earlier dataset)")
     # experiment facts
     p.add_argument("--seed", required=True, type=int, help="base seed of the persona split, answer sampling and shuffles")
     p.add_argument("--answer-ratio", type=float, default=0.5, metavar="X",
                    help="ANSWER examples per CONSOLIDATE example in each split (>= 0; 0 = none; default 0.5)")
+    p.add_argument("--answer-views", default="ledger=1", metavar="KIND=W,...",
+                   help="view kinds of the ANSWER examples and their weights, e.g. ledger=3,full=1,window=1 "
+                   "(kinds: ledger, full, window, rag, add-only; default ledger=1)")
+    p.add_argument("--evict-weight", type=int, default=1, metavar="N",
+                   help="copies of each CONSOLIDATE example whose gold program evicts (default 1 = none extra)")
+    p.add_argument("--window-k", type=int, default=2, help="sessions of the window view (as evaluation; default 2)")
+    p.add_argument("--rag-k", type=int, default=6, help="turns of the rag view (as evaluation; default 6)")
     p.add_argument("--val-fraction", type=float, default=0.1, metavar="Y",
                    help="share of personas held out for validation, in [0, 1) (default 0.1)")
     p.set_defaults(func=main)

@@ -162,7 +162,8 @@ class TestSerializeProperties:
         """deserialize(serialize(L)) == L for every ledger, free slots and any unicode values included."""
         text = serialize(ledger)
         assert deserialize(text) == ledger
-        assert len(text.split("\n")) == len(ledger)
+        n_occupied = len(occupied(ledger))
+        assert len(text.split("\n")) == 1 + (1 + n_occupied if n_occupied else 0)  # free line, subject, slots
 
 
 class TestSalienceProperties:
@@ -412,21 +413,33 @@ class TestParseProgram:
 
 class TestSerialize:
     def test_exact_text(self):
-        """An occupied slot is one JSON array in field order, a free slot is [i]."""
-        ledger = [occ(0, o='a|"b"\nc', prev="\u2028"), {"i": 1}]
-        assert serialize(ledger) == '[0,"Ari","job","a|\\"b\\"\\nc","\u2028",1,0,0,0]\n[1]'
+        """Free slots on the first line, the subject once, then slots least salient first; strings
+        that would be ambiguous raw are JSON strings."""
+        ledger = [occ(0, o='a|"b"\nc', prev="\u2028", uses=1), occ(1, p="city", o="Oslo", prev="Porto"), {"i": 2}]
+        assert serialize(ledger) == (
+            "free 1: 2\nsubject: Ari\n1 u0 t0 b0 city=Oslo <Porto\n"
+            '0 u1 t0 b0 job="a|\\"b\\"\\nc" <"\u2028"'  # JSON escapes newlines; U+2028 stays raw
+        )
+        assert deserialize(serialize(ledger)) == ledger
+
+    def test_other_subject_and_tombstone(self):
+        """A slot of another subject names it; a tombstoned slot carries `` x``."""
+        ledger = [occ(0), {**occ(1, p="pet", o="cat"), "s": "Bo", "v": 0}]
+        assert serialize(ledger).split("\n")[2:] == ["0 u0 t0 b0 job=chef", '1 u0 t0 b0 x @"Bo" pet=cat']
         assert deserialize(serialize(ledger)) == ledger
 
     @pytest.mark.parametrize(
         ("text", "message"),
         [
-            ("[0,1]", "line 0: expected [i] or 9 fields, got '[0,1]'"),
-            ('{"i":0}', "line 0: expected [i] or 9 fields, got '{\"i\":0}'"),
-            ("[1]", "slot 0 must be a dict with i=0, got {'i': 1}"),
+            ("[0,1]", "line 0: expected 'free <count>: <indices>', got '[0,1]'"),
+            ("free 2: 0", "line 0: the count 2 does not match 1 listed free slots"),
+            ("free 1: 1", "slot 0 must be a dict with i=0, got {'i': 1}"),
+            ("free 0:\nwho: Ari", "line 1: expected 'subject: <name>', got 'who: Ari'"),
+            ("free 0:\nsubject: Ari\n0 u0 t0 job=chef", "not a slot line: '0 u0 t0 job=chef'"),
         ],
     )
     def test_malformed_text(self, text, message):
-        """deserialize rejects rows of the wrong shape and ledgers with wrong indices."""
+        """deserialize rejects malformed lines, wrong counts and ledgers with wrong indices."""
         with pytest.raises(ValueError) as info:
             deserialize(text)
         assert str(info.value) == message

@@ -102,7 +102,7 @@ class TestEvalConfig:
         ({"rag_k": "3"}, "rag_k must be an int >= 1, got '3'"),
         ({"max_read_tokens": 0}, "max_read_tokens must be an int >= 1 or -1, got 0"),
         ({"reader": "judge"}, "reader must be one of mc, rule, got 'judge'"),
-        ({"baseline_reader": "big"}, "baseline_reader must be one of base, adapter, got 'big'"),
+        ({"reader_model": "big"}, "reader_model must be one of base, adapter, got 'big'"),
     ])
     def test_bad_values(self, knobs, message):
         """Bad knobs raise UserError naming the field, the expectation and the value."""

@@ -84,7 +84,7 @@ def metrics_record(seed: int, split: str, accs: dict[str, float], negated: float
                      "splits": [split], "seeds": [seed]},
            "config": {"systems": list(accs), "model": "resources/models/tiny", "adapter": f"results/train/{seed}",
                       "window_k": 2, "rag_k": 4, "max_new_tokens": 48, "batch_size": 8, "reader": "mc",
-                      "baseline_reader": "base", "max_read_tokens": -1, "add_only_budget": -1},
+                      "reader_model": "base", "max_read_tokens": -1, "add_only_budget": -1},
            "versions": {"clerk": "0.1.0", **{n: "1" for n in accs}},
            "systems": systems, "wall_seconds": 9.0}
     validate_record("metrics", rec)

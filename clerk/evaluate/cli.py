@@ -7,6 +7,8 @@
 
 from __future__ import annotations
 
+import argparse
+
 from typing import Any
 
 from clerk.evaluate.read_cost import run_read_cost
@@ -58,8 +60,12 @@ def _add_evaluate_parser(sub: Any) -> None:
                    help=f"prompts per generation batch (default: {d.batch_size})")
     p.add_argument("--reader", choices=("mc", "rule"), default=d.reader,
                    help="mc = multiple-choice log-likelihood; rule = exact rule reader, ledger systems only (default: mc)")
-    p.add_argument("--baseline-reader", dest="baseline_reader", choices=("base", "adapter"), default=d.baseline_reader,
-                   help="model reading full/window/rag/add-only/null (default: base)")
+    p.add_argument("--reader-model", dest="reader_model", choices=("base", "adapter"), default=d.reader_model,
+                   help=f"the one model that reads every system (default: {d.reader_model})")
+    p.add_argument("--constrained", action=argparse.BooleanOptionalAction, default=d.constrained,
+                   help="hold model writers to the program grammar of their ledger (llguidance; default: on)")
+    p.add_argument("--phrasings", metavar="FILE", default=None,
+                   help="phrasings catalogue whose predicate keys constrained writers may ADD (default: built-in)")
     p.add_argument("--dtype", choices=DTYPES, default=d.dtype,
                    help="inference dtype of readers and writers; auto = bf16 on CUDA, fp32 on CPU (default: auto)")
     p.add_argument("--threads", type=int, default=0, metavar="N",

@@ -51,7 +51,7 @@ def run_read_cost(args: Any) -> None:
 
     if not Path(args.tokenizer).is_dir():
         raise UserError(f"--tokenizer must be a model or tokenizer directory, got {args.tokenizer!r}")
-    cfg = EvalConfig(window_k=args.window_k, rag_k=args.rag_k)
+    cfg = EvalConfig(window_k=args.window_k, rag_k=args.rag_k, reader_model="base")  # counts tokens, reads nothing
     runtime = Runtime(cfg, tokenizer=AutoTokenizer.from_pretrained(args.tokenizer), context_tokens=10**12)
     rows = read_cost(load_timelines_file(args.timelines), runtime, progress=not args.quiet)
     out = Path(args.out)

@@ -52,32 +52,33 @@ def make_systems(names: list[str], runtime: Runtime, registry: Registry = MEMORY
         if runtime.config.reader == "rule" and not system.is_ledger:
             raise UserError(f"--reader rule needs a ledger system, got {name!r} (use --reader mc)")
         needs_adapter = getattr(system, "writer_kind", None) == "adapter" or (
-            runtime.config.reader == "mc" and system.reader_model() == "adapter")
+            runtime.config.reader == "mc" and runtime.config.reader_model == "adapter")
         if needs_adapter and runtime.adapter_dir is None:
             raise UserError(f"--adapter is required for system {name!r} (it reads or writes with the trained adapter)")
     return out
 
 
-def mc_choose(model: Any, tokenizer: Any, questions: list[dict], views: list[Any]) -> list[int]:
-    """The MC reader's chosen option per question; questions whose views are the same text share
-    one encoded prompt prefix (``reader.mc_choices``), so a long view is encoded once.
+def mc_choose(reader: Any, key: Any, questions: list[dict], views: list[Any]) -> list[int]:
+    """The MC reader's chosen option per question; questions whose views are the same text are
+    read together (one encoded view, every question and option in one forward:
+    :class:`~clerk.memory.reader.Reader`).
 
     Args:
-        model, tokenizer: the reader.
+        reader: the run's reader (``Runtime.reader()``).
+        key: who reads, e.g. (system, persona): a view that grows from the last one of the same
+            key is encoded from where that one ended.
         questions: question dicts with ``question`` and ``options``.
         views: one :class:`~clerk.memory.View` per question.
 
     Returns:
         One chosen option index per question, in order.
     """
-    from clerk.memory.reader import mc_choices
-
     chosen = [-1] * len(questions)
     groups: dict[str, list[int]] = {}
     for k, view in enumerate(views):
         groups.setdefault(view.text, []).append(k)
     for text, ks in groups.items():
-        for k, c in zip(ks, mc_choices(model, tokenizer, text, [questions[k] for k in ks])):
+        for k, c in zip(ks, reader.choose(key, text, [questions[k] for k in ks])):
             chosen[k] = c
     return chosen
 
@@ -136,9 +137,9 @@ def load_up_front(runtime: Runtime, systems: dict[str, MemorySystem]) -> None:
     """Load the tokenizer and every model the systems read (MC reader) or write with, so that wall
     times and per-write seconds exclude loading."""
     runtime.tokenizer  # noqa: B018
+    if runtime.config.reader == "mc":
+        runtime.reader()
     for system in systems.values():
-        if runtime.config.reader == "mc":
-            runtime.model(system.reader_model())
         if getattr(system, "writer_kind", None) is not None:
             runtime.model(system.writer_kind)
 
@@ -191,7 +192,7 @@ def evaluate(
         if cfg.reader == "rule":
             chosen = [rule_choice(system.ledger(state), tl["name"], q) for q in questions]
         else:
-            chosen = mc_choose(*runtime.model(reader), questions, views)
+            chosen = mc_choose(runtime.reader(), (name, tl["name"]), questions, views)
         predictions.extend(_prediction_rows(name, tl, session, views, chosen, reader, runtime))
 
     def wrote(name, system, tl, session, before, result):
@@ -207,6 +208,14 @@ def evaluate(
     for row in ledger_rows:
         row.pop("_scores")
     return predictions, ledger_rows, summary
+
+
+def catalogue_keys(phrasings: str | None) -> list[str]:
+    """The predicate keys of the phrasings catalogue (built-in when None): the facts a
+    constrained writer may ADD. Train, test and OOD catalogues share them."""
+    from clerk.generator.catalogue import load_catalogue
+
+    return [pred.key for pred in load_catalogue(phrasings).predicates]
 
 
 def load_timelines_file(path: str) -> list[dict]:
@@ -233,10 +242,11 @@ def run_evaluate(args: Any, registry: Registry = MEMORY_REGISTRY) -> None:
 
     set_torch_threads(args.threads)
     cfg = EvalConfig(window_k=args.window_k, rag_k=args.rag_k, max_new_tokens=args.max_new_tokens,
-                     batch_size=args.batch_size, reader=args.reader, baseline_reader=args.baseline_reader,
+                     batch_size=args.batch_size, reader=args.reader, reader_model=args.reader_model,
                      max_read_tokens=args.max_read_tokens, add_only_budget=args.add_only_budget,
-                     dtype=args.dtype)
+                     dtype=args.dtype, constrained=args.constrained)
     runtime = Runtime(cfg, model_dir=args.model, adapter_dir=args.adapter)
+    runtime.predicates = catalogue_keys(args.phrasings)
     make_systems(args.systems, runtime, registry)  # fail on bad names before loading anything
     timelines = load_timelines_file(args.timelines)
     predictions, ledger_rows, summary = evaluate(timelines, args.systems, runtime, registry, progress=not args.quiet)

@@ -58,7 +58,7 @@ def _prepare(args: argparse.Namespace) -> tuple[LocomoConfig, Path, LocomoEvalCo
     if args.adapter is not None and not Path(args.adapter).is_dir():
         raise UserError(f"--adapter: expected an adapter directory, got {args.adapter!r}")
     ecfg = LocomoEvalConfig(budget=args.budget, summary_k=args.summary_k, max_new_tokens=args.max_new_tokens,
-                            batch_size=args.batch_size, baseline_reader=args.baseline_reader,
+                            batch_size=args.batch_size, reader_model=args.reader_model,
                             max_read_tokens=args.max_read_tokens, dtype=args.dtype)
     runtime = Runtime(ecfg, model_dir=args.model, adapter_dir=args.adapter)
     make_systems(list(cfg.systems), runtime, locomo_registry())  # fail on names/adapter before loading
@@ -200,7 +200,7 @@ def _add_locomo(sub: argparse._SubParsersAction) -> None:
                    help=f"generation cap of the ledger writers per session, tokens; default: {d.max_new_tokens}")
     p.add_argument("--batch-size", dest="batch_size", type=int, default=d.batch_size, metavar="N",
                    help=f"conversations per generation batch; default: {d.batch_size}")
-    p.add_argument("--baseline-reader", dest="baseline_reader", choices=("base", "adapter"), default=d.baseline_reader,
+    p.add_argument("--reader-model", dest="reader_model", choices=("base", "adapter"), default=d.reader_model,
                    help="model reading full and summary-rag (default: base)")
     p.add_argument("--dtype", choices=DTYPES, default=d.dtype,
                    help="inference dtype of every model; auto = bf16 on CUDA, fp32 on CPU (default: auto)")

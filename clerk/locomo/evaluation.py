@@ -309,7 +309,6 @@ def _read_all(name: str, system: Any, conversations: Sequence[Conversation], tim
     from clerk.evaluate.runner import mc_choose
 
     reader = system.reader_model()
-    model, tok = runtime.model(reader)
     rows: list[dict] = []
     for conv, tl in tqdm(list(zip(conversations, timelines)), desc=f"read {name}", unit="conv",
                          file=sys.stderr, disable=not progress):
@@ -318,7 +317,7 @@ def _read_all(name: str, system: Any, conversations: Sequence[Conversation], tim
         asked = question_time(conv)
         state = finals[tl["name"]]
         views = [system.view(state, tl, asked, qd) for qd in asked["questions"]]
-        chosen = mc_choose(model, tok, asked["questions"], views)
+        chosen = mc_choose(runtime.reader(), (name, tl["name"]), asked["questions"], views)
         for q, view, c in zip(conv.questions, views, chosen):
             if view.text not in view_tokens:
                 view_tokens[view.text] = runtime.count_tokens(view.text)

@@ -2,15 +2,15 @@
 
 The Mem0-v3-style baseline: memory only grows, nothing is superseded or retracted. The view
 lists statements newest first and stops at the first one that no longer fits the budget: by
-default the token count of the gold (oracle) ledger view at the same session, i.e. the same read
-cost as a ledger (``--add-only-budget`` overrides it).
+default the token count of the gold (oracle) ledger's reader view at the same session, i.e. the
+same read cost as a ledger (``--add-only-budget`` overrides it).
 
     clerk evaluate --timelines T.jsonl --model M --systems add-only --out OUT
 """
 
 from __future__ import annotations
 
-from clerk import ledger as L
+from clerk import prompts
 from clerk.errors import UserError
 from clerk.memory.base import MemorySystem, View, WriteResult
 from clerk.memory.registry import register_memory
@@ -21,7 +21,7 @@ from clerk.memory.text import fit_newest, session_header
 class AddOnlyMemory(MemorySystem):
     """State: a tuple of ``[session k] statement`` lines, oldest first."""
 
-    version = "1"
+    version = "2"
 
     def init_state(self, timeline: dict) -> tuple:
         return ()
@@ -33,7 +33,7 @@ class AddOnlyMemory(MemorySystem):
         if "ledger_before" not in session:
             raise UserError("add-only matches the gold ledger's read cost, but this data has no gold ledger; "
                             "set add_only_budget (--add-only-budget) to a token count")
-        return self.rt.count_tokens(L.serialize(session["ledger_before"]))
+        return self.rt.count_tokens(prompts.reader_ledger(session["ledger_before"]))
 
     def view(self, state: tuple, timeline: dict, session: dict, question: dict) -> View:
         budget = self.budget(session)

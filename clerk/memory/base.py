@@ -41,8 +41,10 @@ class EvalConfig:
     batch_size: int = 16
     #: "mc" = multiple-choice log-likelihood; "rule" = exact rule reader (ledger systems only).
     reader: str = "mc"
-    #: model reading the transcript baselines (full, window, rag, add-only, null): "base" or "adapter".
-    baseline_reader: str = "base"
+    #: the one model that reads every system (SPEC §6: one instrument): "adapter" or "base".
+    reader_model: str = "adapter"
+    #: hold model writers to the program grammar of their ledger (``clerk.models.constrained``).
+    constrained: bool = True
     #: cap on view tokens for transcript views; -1 = the reader's context minus the prompt reserve.
     max_read_tokens: int = -1
     #: token budget of the add-only view; -1 = the token count of the gold (oracle) ledger view at
@@ -65,8 +67,10 @@ class EvalConfig:
                 raise UserError(f"{name} must be an int >= 1 or -1, got {value!r}")
         if self.reader not in READERS:
             raise UserError(f"reader must be one of {', '.join(READERS)}, got {self.reader!r}")
-        if self.baseline_reader not in READER_MODELS:
-            raise UserError(f"baseline_reader must be one of {', '.join(READER_MODELS)}, got {self.baseline_reader!r}")
+        if self.reader_model not in READER_MODELS:
+            raise UserError(f"reader_model must be one of {', '.join(READER_MODELS)}, got {self.reader_model!r}")
+        if type(self.constrained) is not bool:
+            raise UserError(f"constrained must be true or false, got {self.constrained!r}")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -102,6 +106,9 @@ class Runtime:
         self._context = context_tokens
         self._models: dict[str, tuple[Any, Any]] = {}
         self._line_tokens: dict[str, int] = {}
+        self._reader: Any = None
+        #: predicate keys a constrained writer may ADD (the catalogue's); None = any snake_case key.
+        self.predicates: list[str] | None = None
 
     # ---------------------------------------------------------------- tokens
 
@@ -167,6 +174,16 @@ class Runtime:
         return self._models[kind]
 
 
+    def reader(self) -> Any:
+        """The :class:`~clerk.memory.reader.Reader` over ``config.reader_model`` (one for the run,
+        so its caches serve every system)."""
+        if self._reader is None:
+            from clerk.memory.reader import Reader
+
+            self._reader = Reader(*self.model(self.config.reader_model))
+        return self._reader
+
+
 @dataclass
 class View:
     """What the reader sees for one question; ``truncated`` = older content was cut to fit."""
@@ -207,7 +224,7 @@ class MemorySystem(abc.ABC):
       never raises on bad model output.
     * ``on_questions(state, timeline, session)`` (optional) does question-time bookkeeping before
       the views are built; default: nothing.
-    * ``reader_model()`` names the model that scores the options ("base" or "adapter").
+    * ``reader_model()`` names the model that scores the options: the run's one reader.
 
     Class attributes: ``name`` (set by the registry), ``version`` (bump on any behaviour change;
     recorded in results) and ``is_ledger`` (the memory is a ledger: write metrics and the rule
@@ -238,8 +255,8 @@ class MemorySystem(abc.ABC):
         return state
 
     def reader_model(self) -> str:
-        """Transcript baselines read with ``--baseline-reader`` (base by default)."""
-        return self.rt.config.baseline_reader
+        """Every system is read by the run's one reader (``--reader-model``)."""
+        return self.rt.config.reader_model
 
     def ledger(self, state: Any) -> list:
         """The ledger held in ``state`` (ledger systems only)."""

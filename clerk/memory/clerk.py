@@ -1,4 +1,4 @@
-"""``clerk``: the trained LoRA adapter writes edit programs (lenient reducer) and reads the ledger.
+"""``clerk``: the trained LoRA adapter writes edit programs (lenient reducer); the run's reader reads the ledger.
 
     clerk evaluate --timelines T.jsonl --model M --adapter A --systems clerk --out OUT
 """
@@ -15,6 +15,3 @@ class ClerkMemory(ModelLedgerSystem):
 
     version = "1"
     writer_kind = "adapter"
-
-    def reader_model(self) -> str:
-        return "adapter"

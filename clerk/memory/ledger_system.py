@@ -1,8 +1,12 @@
 """Shared machinery of the ledger systems (clerk, oracle, prompted-ledger).
 
-A ledger system's memory is a ledger of the persona's budget. Its view is the serialized ledger
-(the same text the ANSWER training data shows). Its writer *proposes* a program per persona;
-this base class applies it with the lenient reducer, so no output can break the budget.
+A ledger system's memory is a ledger of the persona's budget. Its view is the reader's rendering
+of the ledger (``prompts.reader_ledger``, the text the ANSWER training data shows for ledgers).
+Its writer *proposes* a program per persona; this base class applies it with the lenient
+reducer, so no output can break the budget. A model writer reads the exact serialization
+(``ledger.serialize``) and the session's user lines, and writes the program language of
+``clerk.program`` (compiled to SPEC ops against its own ledger); with ``constrained`` decoding
+its output is held to that language's grammar for its ledger (``clerk.models.constrained``).
 
 Question-time bookkeeping (a simulation choice, documented here once): when a question about
 (persona, pred) is answered, ``uses`` of that slot in the system's *own* ledger is incremented
@@ -51,7 +55,7 @@ class LedgerSystem(MemorySystem):
         return state
 
     def view(self, state: list, timeline: dict, session: dict, question: dict) -> View:
-        return View(L.serialize(state))
+        return View(prompts.reader_ledger(state))
 
     def ledger(self, state: list) -> list:
         return state
@@ -90,20 +94,29 @@ class ModelLedgerSystem(LedgerSystem):
     #: which model writes: "base" or "adapter".
     writer_kind: str = "base"
 
+    def messages(self, state: list, session: dict) -> list[dict]:
+        """The writer's prompt for one persona (the trained policy's by default)."""
+        return prompts.consolidate_messages(L.serialize(state), prompts.policy_transcript(session["turns"]))
+
+    def shared_prefix(self, tokenizer) -> str | None:
+        """Text every prompt of this writer starts with (encoded once by the decoder), or None."""
+        return None
+
     def propose(self, states: list, timelines: list[dict], sessions: list[dict]) -> list[Proposal]:
         from clerk.models.decoding import greedy_generate
         from clerk.models.loading import chat_prompt
+        from clerk.program import compile_program, program_grammar
 
         model, tok = self.rt.model(self.writer_kind)
-        texts = [
-            chat_prompt(tok, prompts.consolidate_messages(
-                L.serialize(state), session["index"], prompts.render_turns(session["turns"])))
-            for state, session in zip(states, sessions)
-        ]
-        outputs = greedy_generate(
-            model, tok, texts, max_new_tokens=self.rt.config.max_new_tokens, batch_size=self.rt.config.batch_size)
+        texts = [chat_prompt(tok, self.messages(state, session)) for state, session in zip(states, sessions)]
+        grammars = None
+        if self.rt.config.constrained:
+            grammars = [program_grammar(state, tl["name"], self.rt.predicates) for state, tl in zip(states, timelines)]
+        outputs = greedy_generate(model, tok, texts, max_new_tokens=self.rt.config.max_new_tokens,
+                                  batch_size=self.rt.config.batch_size, grammars=grammars,
+                                  shared_prefix=self.shared_prefix(tok))
         proposals = []
-        for out in outputs:
-            parsed = L.parse_program(out)
-            proposals.append(Proposal(out, parsed.program, parsed.failed, self.rt.count_tokens(out)))
+        for out, state, tl, session in zip(outputs, states, timelines, sessions):
+            compiled = compile_program(out, state, tl["name"], session["index"])
+            proposals.append(Proposal(out, compiled.program, compiled.parse_failed, self.rt.count_tokens(out)))
         return proposals

@@ -1,6 +1,6 @@
 """``oracle``: gold programs write the ledger (the upper bound of the ledger approach).
 
-Reads with the adapter when one is given, else with the base model.
+Read by the run's one reader, like every system.
 
     clerk evaluate --timelines T.jsonl --model M --systems oracle --reader rule --out OUT
 """
@@ -21,6 +21,3 @@ class OracleMemory(LedgerSystem):
 
     def propose(self, states: list, timelines: list[dict], sessions: list[dict]) -> list[Proposal]:
         return [Proposal(None, session["gold_ops"]) for session in sessions]
-
-    def reader_model(self) -> str:
-        return "adapter" if self.rt.adapter_dir is not None else "base"

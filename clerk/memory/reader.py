@@ -1,67 +1,123 @@
-"""Readers: multiple-choice log-likelihood over a view, and the exact rule reader for ledgers.
+"""The reader: one instrument for every system: multiple-choice log-likelihood over a view.
 
-SPEC §6. The MC reader builds the one answer prompt (``prompts.answer_messages`` in the model's
-chat format) and picks the option with the highest length-normalised log-probability
-(``clerk.scoring``); chance is 10 %. When several questions share a view, the prompt up to the
-question is encoded once and reused (the memory text dominates the prompt).
+SPEC §6. Every system of table 1 is read by the same model (``--reader-model``: the trained
+adapter by default) with the same prompt (``prompts.answer_messages``) and the same scoring rule:
+the option with the highest mean log-probability per token as the answer's continuation wins
+(chance = 10 %). What differs between rows is the memory.
 
-The rule reader answers from a ledger with ``generator.questions.reference_answer``, the function that
+Cost (reading is most of an evaluation's time) is paid once per distinct piece of text:
+
+1. **Tree-packed questions.** A view is encoded once; all its questions and all their options are
+   then scored in ONE forward on its cache (``clerk.scoring.tree``).
+2. **Growing views.** A view that extends the previous view of the same (system, persona) (the
+   ``full`` transcript gains a session at a time) is encoded from the previous cache on, when
+   the token ids of the longer text start with the shorter text's ids (checked, else encoded
+   afresh; the numbers are the same either way up to float summation order).
+3. **Repeated questions.** The same view text, question and options read by another system (a
+   clerk ledger equal to the oracle's) reuse the chosen option: the reader is deterministic,
+   so this is a cache, not an approximation.
+
+The rule reader answers from a ledger with ``generator.reference_answer``, the function that
 defines the gold answers, so the oracle ledger must score 100 % with it: an end-to-end check of
 generator, reducer, bookkeeping and runner that needs no model.
 
-    python -m doctest clerk/memory/reader.py -v
+    python -m pytest tests/test_memory.py -q -k reader
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Hashable
 
 from clerk import prompts
 
-#: Where the per-question suffix of the answer prompt starts (after the memory text's newline).
-QUESTION_MARK = "\nQuestion: "
-
 
 def split_prompt(prompt: str) -> tuple[str, str]:
-    """Split an answer prompt into (shared prefix, question suffix) at the last question line.
+    """Split an answer prompt into (view prefix, question suffix) just before the question line.
 
-    The cut falls just after a newline so that the token boundary is stable.
+    The cut falls just after a newline, so the token boundary is stable.
 
-    >>> split_prompt("sys\\nMemory:\\nm\\nQuestion: Where?\\n")
-    ('sys\\nMemory:\\nm\\n', 'Question: Where?\\n')
+    >>> split_prompt("<|im_start|>user\\nm\\nQ: Where?<|im_end|>\\n")
+    ('<|im_start|>user\\nm\\n', 'Q: Where?<|im_end|>\\n')
     """
-    cut = prompt.rindex(QUESTION_MARK) + 1
+    cut = prompt.rindex("\n" + prompts.QUESTION_MARK) + 1
     return prompt[:cut], prompt[cut:]
 
 
-def mc_choices(model: Any, tokenizer: Any, view_text: str, questions: list[dict]) -> list[int]:
-    """Chosen option index per question, all asked over the same ``view_text``.
+class Reader:
+    """The MC reader over one model, with the three caches of the module docstring.
 
     Args:
-        model, tokenizer: the reader (from ``clerk.models.loading.load_model``).
-        view_text: the memory view shown to the reader.
-        questions: question dicts with ``question`` and ``options``.
+        model, tokenizer: the reading model (eval mode) and its tokenizer.
 
-    Returns:
-        One chosen index (0..len(options)-1) per question.
+    Attributes:
+        stats: counters of what was encoded and reused (``encoded_tokens``, ``extended``,
+            ``memo_hits``, ``questions``), for the throughput benchmark.
     """
-    from clerk.models.loading import chat_prompt
-    from clerk.scoring.mc import encode_prefix, pick, score_options, score_with_prefix
 
-    texts = [chat_prompt(tokenizer, prompts.answer_messages(view_text, q["question"])) for q in questions]
-    if len(texts) == 1:
-        return [pick(score_options(model, tokenizer, texts[0], questions[0]["options"]))]
-    prefix_text, _ = split_prompt(texts[0])
-    assert all(t.startswith(prefix_text) for t in texts)  # same view, same frame
-    prefix = encode_prefix(model, tokenizer, prefix_text)
-    return [
-        pick(score_with_prefix(model, tokenizer, prefix, text[len(prefix_text):], q["options"]))
-        for text, q in zip(texts, questions)
-    ]
+    def __init__(self, model: Any, tokenizer: Any) -> None:
+        self.model, self.tokenizer = model, tokenizer
+        self._memo: dict[tuple, int] = {}
+        self._last: dict[Hashable, tuple[str, Any]] = {}
+        self.stats = {"questions": 0, "memo_hits": 0, "encoded_tokens": 0, "extended": 0}
+
+    def _ids(self, text: str) -> list[int]:
+        return list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
+
+    def _prefix(self, key: Hashable, text: str) -> Any:
+        """The encoded ``text``, extended from the last prefix of ``key`` when that is exact."""
+        from clerk.scoring.prefix import encode_text, extend_prefix
+
+        last = self._last.get(key)
+        if last is not None and last[0] == text:
+            return last[1]
+        state = None
+        if last is not None and text.startswith(last[0]):
+            old_text, old = last
+            rest = self._ids(text[len(old_text):])
+            if rest and list(old.ids) + rest == self._ids(text):
+                state = extend_prefix(self.model, old, rest)
+                self.stats["extended"] += 1
+                self.stats["encoded_tokens"] += len(rest)
+        if state is None:
+            state = encode_text(self.model, self.tokenizer, text, "view")
+            self.stats["encoded_tokens"] += len(state)
+        self._last[key] = (text, state)
+        return state
+
+    def choose(self, key: Hashable, view_text: str, questions: list[dict]) -> list[int]:
+        """The chosen option index of each question, all asked over ``view_text``.
+
+        Args:
+            key: who is reading (e.g. (system, persona)): views of one key may grow (point 2).
+            view_text: the memory view.
+            questions: question dicts with ``question`` and ``options``.
+        """
+        import torch
+
+        from clerk.models.loading import chat_prompt
+        from clerk.scoring.mc import pick
+        from clerk.scoring.tree import Query, score_tree
+
+        parts = [split_prompt(chat_prompt(self.tokenizer, prompts.answer_messages(view_text, q["question"])))
+                 for q in questions]
+        prefix_text = parts[0][0]
+        assert all(p == prefix_text for p, _ in parts)  # one view, one frame
+        memo_keys = [(prefix_text, suffix, tuple(q["options"])) for (_, suffix), q in zip(parts, questions)]
+        todo = [k for k, mk in enumerate(memo_keys) if mk not in self._memo]
+        self.stats["questions"] += len(questions)
+        self.stats["memo_hits"] += len(questions) - len(todo)
+        if todo:
+            with torch.inference_mode():
+                prefix = self._prefix(key, prefix_text)
+                queries = [Query(tuple(self._ids(parts[k][1])), tuple(tuple(self._ids(o)) for o in questions[k]["options"]))
+                           for k in todo]
+                for k, scores in zip(todo, score_tree(self.model, prefix, queries)):
+                    self._memo[memo_keys[k]] = pick(scores)
+        return [self._memo[mk] for mk in memo_keys]
 
 
 def rule_choice(ledger: list, subject: str, question: dict) -> int:
-    """The option index of ``generator.questions.reference_answer`` on ``ledger``; -1 if it is not an option.
+    """The option index of ``generator.reference_answer`` on ``ledger``; -1 if it is not an option.
 
     Args:
         ledger: the system's ledger at question time.

@@ -57,7 +57,7 @@ class SummaryState:
 
 @register_memory("summary-rag")
 class SummaryRagMemory(MemorySystem):
-    """BM25 over session summaries; the reader is the base model (``--baseline-reader``)."""
+    """BM25 over session summaries; the reader is the base model (``--reader-model``)."""
 
     version = "1"
     #: Session data it reads besides the turns (checked against the data before a run).

@@ -23,11 +23,14 @@ def _cache_kwarg(model) -> str:
 
 
 def _greedy_batch(model, rows: list[list[int]], max_new_tokens: int, stop_ids: list[int], pad_id: int,
-                  constraint=None) -> list[list[int]]:
+                  constraint=None, prefix=None) -> list[list[int]]:
     """Greedy-decode one left-padded batch with a KV cache; returns new ids per row, stop token excluded.
 
     ``constraint`` (a :class:`clerk.models.constrained.GrammarConstraint` over the same rows)
-    masks each step's logits to the tokens the rows' grammars allow."""
+    masks each step's logits to the tokens the rows' grammars allow. ``prefix`` (a
+    :class:`clerk.scoring.prefix.PrefixCache` of text every row continues) is encoded once: each
+    row's cache starts as a view of it, and the row's own tokens follow it, left-padded after it.
+    """
     import torch
     from transformers import DynamicCache
 
@@ -37,7 +40,14 @@ def _greedy_batch(model, rows: list[list[int]], max_new_tokens: int, stop_ids: l
     mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], device=device)
     # Positions count real tokens only, so a left-padded row sees the same positions as unpadded.
     positions = (mask.cumsum(-1) - 1).clamp(min=0)
-    cache = DynamicCache(config=model.config)
+    if prefix is None:
+        cache = DynamicCache(config=model.config)
+    else:
+        from clerk.scoring.prefix import _fork_cache
+
+        cache = _fork_cache(prefix.cache, len(rows))
+        mask = torch.cat([torch.ones((len(rows), len(prefix)), dtype=mask.dtype, device=device), mask], dim=1)
+        positions = positions + len(prefix)
     cache_kw = _cache_kwarg(model)
     stops = torch.tensor(stop_ids, device=device)
     done = torch.zeros(len(rows), dtype=torch.bool, device=device)
@@ -64,7 +74,7 @@ def _greedy_batch(model, rows: list[list[int]], max_new_tokens: int, stop_ids: l
 
 
 def greedy_generate(model, tokenizer, prompts: list[str], max_new_tokens: int, batch_size: int = 16,
-                    grammars: list[str | None] | None = None) -> list[str]:
+                    grammars: list[str | None] | None = None, shared_prefix: str | None = None) -> list[str]:
     """Greedy continuations of many prompts, batched, left-padded, with a KV cache.
 
     Each row stops at ``<|im_end|>``/eos (not included) or after ``max_new_tokens``. Prompts are
@@ -79,6 +89,9 @@ def greedy_generate(model, tokenizer, prompts: list[str], max_new_tokens: int, b
         batch_size: prompts per forward pass.
         grammars: optional Lark grammar per prompt (None = unconstrained): decoding is then
             constrained to it (:mod:`clerk.models.constrained`, llguidance).
+        shared_prefix: text that every prompt starts with (a few-shot frame): encoded once and
+            reused by every batch; each prompt's remainder is tokenized on its own, so the cut
+            should fall on a token boundary (e.g. just before a special token).
 
     Returns:
         The generated text per prompt (special tokens removed), in input order.
@@ -91,6 +104,14 @@ def greedy_generate(model, tokenizer, prompts: list[str], max_new_tokens: int, b
 
     if max_new_tokens < 1 or batch_size < 1:
         raise ValueError(f"max_new_tokens and batch_size must be >= 1, got {max_new_tokens} and {batch_size}")
+    prefix = None
+    if shared_prefix is not None:
+        if not all(p.startswith(shared_prefix) for p in prompts):
+            raise ValueError("shared_prefix: every prompt must start with it")
+        from clerk.scoring.prefix import encode_text
+
+        prefix = encode_text(model, tokenizer, shared_prefix, "shared_prefix")
+        prompts = [p[len(shared_prefix):] for p in prompts]
     encoded = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
     if any(not ids for ids in encoded):
         raise ValueError("every prompt must tokenize to at least one token")
@@ -108,7 +129,7 @@ def greedy_generate(model, tokenizer, prompts: list[str], max_new_tokens: int, b
                 from clerk.models.constrained import GrammarConstraint
 
                 constraint = GrammarConstraint(tokenizer, [grammars[k] for k in idx], stop_ids)
-            new = _greedy_batch(model, [encoded[k] for k in idx], max_new_tokens, stop_ids, pad_id, constraint)
+            new = _greedy_batch(model, [encoded[k] for k in idx], max_new_tokens, stop_ids, pad_id, constraint, prefix)
             for k, ids in zip(idx, new):
                 results[k] = tokenizer.decode(ids, skip_special_tokens=True)
     return results  # type: ignore[return-value]

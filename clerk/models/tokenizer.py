@@ -10,20 +10,23 @@ import json
 from pathlib import Path
 
 from clerk.errors import UserError
-from clerk.prompts import END_OF_TURN, SPECIAL_TOKENS, answer_messages, consolidate_messages, render_turns
+from clerk.prompts import (END_OF_TURN, SPECIAL_TOKENS, answer_messages, consolidate_messages, policy_transcript,
+                           reader_ledger, render_turns)
 
 
 def timeline_texts(path: str | Path, split: str = "train") -> list[str]:
     """Every text a model of the pipeline reads or writes, from one split of a timelines file.
 
-    Per session: the CONSOLIDATE prompt (ledger serialization + transcript) with its gold program,
-    the ledger after, and one ANSWER prompt per question with its gold answer; all prompt text
+    Per session: the CONSOLIDATE prompt (ledger serialization + user lines) with its gold program,
+    the whole transcript (the transcript views), and one ANSWER prompt per question over the
+    reader's ledger view with its gold answer; all prompt text
     comes from :mod:`clerk.prompts`. Used as the scratch tokenizer's training corpus.
 
     Raises:
         UserError: the file is missing, not JSON lines, or holds no persona of ``split``.
     """
-    from clerk.ledger import dumps, serialize
+    from clerk.ledger import serialize
+    from clerk.program import render_program
 
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
@@ -41,13 +44,12 @@ def timeline_texts(path: str | Path, split: str = "train") -> list[str]:
             if persona.get("split") != split:
                 continue
             for session in persona["sessions"]:
-                ledger_text = serialize(session["ledger_before"])
-                transcript = render_turns(session["turns"])
-                messages = consolidate_messages(ledger_text, session["index"], transcript,
-                                                        dumps(session["gold_ops"]))
-                messages.append({"role": "user", "content": serialize(session["ledger_after"])})
+                before = session["ledger_before"]
+                program = render_program(before, session["gold_ops"], session["index"])
+                messages = consolidate_messages(serialize(before), policy_transcript(session["turns"]), program)
+                messages.append({"role": "user", "content": render_turns(session["turns"])})
                 for q in session.get("questions", []):
-                    messages += answer_messages(ledger_text, q["question"], q["answer"])
+                    messages += answer_messages(reader_ledger(before), q["question"], q["answer"])
                 texts.append("\n".join(m["content"] for m in messages))
         except (ValueError, KeyError, TypeError) as err:
             raise UserError(f"--timelines line {n + 1} is not a timeline record: {err}") from None

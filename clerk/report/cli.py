@@ -33,6 +33,7 @@ from clerk.report.figures import (
     FIGURES,
     figure_accuracy,
     figure_eviction,
+    figure_learning_curve,
     figure_loss,
     figure_read_cost,
     figure_state_f1,
@@ -138,6 +139,7 @@ def _figure_main(args) -> None:
         "eviction": (True, lambda i, o, a: figure_eviction(i[0], o, a.noise)),
         "loss": (False, lambda i, o, a: figure_loss(i, o)),
         "state-f1": (False, lambda i, o, a: figure_state_f1(i, o)),
+        "learning-curve": (True, lambda i, o, a: figure_learning_curve(i[0], o)),
     }
     single, render = kinds[args.kind]
     if single and len(args.inputs) != 1:
@@ -233,7 +235,8 @@ def _add_figure(sub) -> None:
     """``figure``: one figure per call."""
     p = sub.add_parser("figure", help="one paper figure as PDF + PNG (deterministic bytes)",
                        description="read-cost: results/read_cost.csv; accuracy: a table*_seeds.csv; eviction: "
-                       "results/table4.csv; loss: `clerk train` folders; state-f1: ledgers.jsonl files.")
+                       "results/table4.csv; loss: `clerk train` folders; state-f1: ledgers.jsonl files; learning-curve: "
+                       "a `clerk learning-curve` CSV.")
     p.add_argument("kind", choices=FIGURES, help="which figure")
     p.add_argument("--inputs", nargs="+", required=True, help="input file(s) or folder(s), see the description")
     p.add_argument("--out", required=True, help="output path without extension (.pdf and .png are written)")

@@ -18,7 +18,7 @@ from clerk.report.systems import QUESTION_TYPES, SYSTEM_ORDER
 from clerk.report.tabular import ordered, read_csv, seed_key
 
 #: Figure kinds of ``clerk figure``, in the paper's order (a)-(e).
-FIGURES = ("read-cost", "accuracy", "eviction", "loss", "state-f1")
+FIGURES = ("read-cost", "accuracy", "eviction", "loss", "state-f1", "learning-curve")
 #: Read-cost views in plot order, with the label the paper uses (the oracle ledger stands in for
 #: CLERK's ledger: same format, same B slots, so the same read cost).
 VIEW_LABELS = {"oracle": "ledger (CLERK)", "full": "full history", "window": "last-k window",
@@ -275,4 +275,34 @@ def figure_state_f1(inputs: list[str], out: str) -> tuple[Path, Path]:
     ax.set(xlabel="session index", ylabel="ledger-state F1 vs gold", ylim=(-0.02, 1.02),
            title="Ledger state over sessions")
     ax.legend(fontsize="small")
+    return _finish(fig, out)
+
+
+#: Columns of ``clerk learning-curve`` plotted, and their legend labels.
+_CURVE_SERIES = {"op_f1": "all ops", "add_f1": "ADD", "update_f1": "UPDATE", "tombstone_f1": "TOMBSTONE",
+                 "evict_f1": "EVICT"}
+
+
+def figure_learning_curve(curve_csv: str, out: str) -> tuple[Path, Path]:
+    """(f) Validation op-F1 per op kind against training examples seen (snapshots of one run).
+
+    Args:
+        curve_csv: the ``clerk learning-curve`` CSV.
+        out: output path without extension.
+
+    Returns:
+        The PDF and PNG paths.
+    """
+    import pandas as pd
+    import seaborn as sns
+
+    df = pd.read_csv(curve_csv)
+    long = df.melt(id_vars=["examples_seen"], value_vars=list(_CURVE_SERIES), var_name="op", value_name="f1")
+    long["op"] = long["op"].map(_CURVE_SERIES)
+    fig, ax = _new_axes()
+    sns.lineplot(data=long, x="examples_seen", y="f1", hue="op", style="op", hue_order=list(_CURVE_SERIES.values()),
+                 markers=True, dashes=False, errorbar=None, ax=ax, linewidth=1)
+    ax.set(xlabel="training examples seen", ylabel="validation op-F1", ylim=(-0.02, 1.02),
+           title="Policy learning curve (validation personas)")
+    ax.legend(title=None, fontsize="small")
     return _finish(fig, out)

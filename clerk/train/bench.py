@@ -1,9 +1,7 @@
-"""Benchmarks of ``clerk bench-train``: fp32 vs bf16-autocast training throughput, and greedy
-consolidation quality (parse rate, op precision/recall/F1) of an adapter on held-out sessions.
+"""Benchmark of ``clerk bench-train``: fp32 vs bf16-autocast training throughput on the same batches.
+(Greedy consolidation quality of adapters is ``clerk learning-curve``, on validation personas.)
 
     clerk bench-train --model resources/models/smollm2-135m --sft results/sft/137 --steps 5
-    clerk bench-train --consolidation --model resources/models/smollm2-135m --adapter results/adapters/137 \\
-        --timelines results/data/137/test.jsonl --sessions 40
 """
 
 from __future__ import annotations
@@ -60,66 +58,3 @@ def bench_throughput(model: str, sft: str, steps: int, batch_size: int = 4, max_
 
     result["threads"] = torch.get_num_threads()
     return result
-
-
-def _held_out_sessions(path: str | Path, limit: int) -> list[dict[str, Any]]:
-    """The first ``limit`` sessions of a timelines file, in file then session order."""
-    sessions = []
-    try:
-        lines = Path(path).read_text(encoding="utf-8").splitlines()
-    except OSError as err:
-        raise UserError(f"--timelines must be a readable timelines file, got {str(path)!r} ({err.strerror})") from None
-    for line in lines:
-        if line.strip():
-            sessions += json.loads(line)["sessions"]
-        if len(sessions) >= limit:
-            break
-    return sessions[:limit]
-
-
-def bench_consolidation(model: str, adapter: str | None, timelines: str, sessions: int,
-                        max_new_tokens: int = 256, batch_size: int = 8, threads: int = 0) -> dict[str, Any]:
-    """Greedy consolidation quality on held-out sessions: parse rate and op precision/recall/F1.
-
-    The prompt is the SFT CONSOLIDATE prompt (serialized ``ledger_before``, session index,
-    transcript without a date line). Op scores come from :func:`clerk.metrics.op_scores` and are
-    micro-averaged over sessions (summed tp/fp/fn); an unparseable output is an empty program.
-
-    Returns:
-        ``{"sessions", "parse_rate", "precision", "recall", "f1", "tp", "fp", "fn", "n_invalid",
-        "generate_seconds"}``.
-
-    Raises:
-        UserError: unreadable timelines or a bad model/adapter directory.
-    """
-    import torch
-
-    from clerk.ledger import parse_program, serialize
-    from clerk.metrics import op_scores
-    from clerk.models.decoding import greedy_generate
-    from clerk.models.loading import chat_prompt, load_model
-    from clerk.prompts import consolidate_messages, render_turns
-
-    if threads:
-        torch.set_num_threads(threads)
-    chosen = _held_out_sessions(timelines, sessions)
-    lm, tokenizer = load_model(model, adapter)
-    prompts = [chat_prompt(tokenizer, consolidate_messages(serialize(s["ledger_before"]), s["index"],
-                                                           render_turns(s["turns"]))) for s in chosen]
-    start = time.perf_counter()
-    texts = greedy_generate(lm, tokenizer, prompts, max_new_tokens=max_new_tokens, batch_size=batch_size)
-    seconds = time.perf_counter() - start
-    parsed = [parse_program(t) for t in texts]
-    scores = [op_scores(s["ledger_before"], p.program, s["gold_ops"], s["index"]) for s, p in zip(chosen, parsed)]
-    tp, fp, fn, invalid = (sum(s[k] for s in scores) for k in ("tp", "fp", "fn", "n_invalid"))
-    precision = tp / (tp + fp) if tp + fp else 0.0
-    recall = tp / (tp + fn) if tp + fn else 0.0
-    return {
-        "sessions": len(chosen),
-        "parse_rate": sum(not p.failed for p in parsed) / len(chosen),
-        "precision": precision,
-        "recall": recall,
-        "f1": 2 * precision * recall / (precision + recall) if precision + recall else 0.0,
-        "tp": tp, "fp": fp, "fn": fn, "n_invalid": invalid,
-        "generate_seconds": round(seconds, 2),
-    }

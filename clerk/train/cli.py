@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from clerk.errors import UserError
-from clerk.train.bench import bench_consolidation, bench_throughput
+from clerk.train.bench import bench_throughput
 from clerk.train.config import BF16_MODES, LOSS_HEADS, TrainConfig
 from clerk.train.trainer import run_training
 
@@ -36,28 +36,15 @@ def _train_main(args: argparse.Namespace) -> None:
 
 
 def _bench_main(args: argparse.Namespace) -> None:
-    if args.consolidation:
-        if not args.timelines:
-            raise UserError("bench-train --consolidation needs --timelines FILE (held-out test timelines)")
-        result = bench_consolidation(args.model, args.adapter, args.timelines, args.sessions,
-                                     args.max_new_tokens, args.gen_batch_size, args.threads)
-        lines = [f"sessions: {result['sessions']}", f"parse rate: {result['parse_rate']:.3f}",
-                 f"op precision/recall/F1 (micro, tp={result['tp']} fp={result['fp']} fn={result['fn']}): "
-                 f"{result['precision']:.3f} / "
-                 f"{result['recall']:.3f} / {result['f1']:.3f}", f"generation: {result['generate_seconds']} s"]
-    else:
-        if not args.sft:
-            raise UserError("bench-train needs --sft DIR (an SFT DatasetDict) unless --consolidation is given")
-        result = bench_throughput(args.model, args.sft, args.steps, args.batch_size, args.max_length,
-                                  args.seed, args.threads)
-        lines = ["| precision | tokens | wall s | tokens/s (wall) | CPU s | tokens/CPU-s |",
-                 "| --- | ---: | ---: | ---: | ---: | ---: |"]
-        for name in ("fp32", "bf16"):
-            r = result[name]
-            lines.append(f"| {name} | {r['tokens']} | {r['seconds']:.1f} | {r['tok_per_s']:.1f} | "
-                         f"{r['cpu_seconds']:.1f} | {r['tok_per_cpu_s']:.1f} |")
-        lines.append(f"\nbf16 / fp32 throughput ratio: {result['ratio']:.2f}x wall, {result['cpu_ratio']:.2f}x CPU time "
-                     f"({args.steps} steps, batch {args.batch_size}, {result['threads']} threads)")
+    result = bench_throughput(args.model, args.sft, args.steps, args.batch_size, args.max_length, args.seed, args.threads)
+    lines = ["| precision | tokens | wall s | tokens/s (wall) | CPU s | tokens/CPU-s |",
+             "| --- | ---: | ---: | ---: | ---: | ---: |"]
+    for name in ("fp32", "bf16"):
+        r = result[name]
+        lines.append(f"| {name} | {r['tokens']} | {r['seconds']:.1f} | {r['tok_per_s']:.1f} | "
+                     f"{r['cpu_seconds']:.1f} | {r['tok_per_cpu_s']:.1f} |")
+    lines.append(f"\nbf16 / fp32 throughput ratio: {result['ratio']:.2f}x wall, {result['cpu_ratio']:.2f}x CPU time "
+                 f"({args.steps} steps, batch {args.batch_size}, {result['threads']} threads)")
     print("\n".join(lines))
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
@@ -131,29 +118,25 @@ def _add_runtime_args(g, d: TrainConfig) -> None:
                    help="where checkpoints go and a rerun resumes from; keep it outside a workflow's declared "
                    "outputs, which Snakemake deletes when it reruns an interrupted job (default: --out/checkpoints)")
     g.add_argument("--keep-checkpoints", dest="keep_checkpoints", action="store_true", help="keep the checkpoints after success (default: delete)")
+    g.add_argument("--snapshot-steps", dest="snapshot_steps", type=int, default=d.snapshot_steps, metavar="N",
+                   help="save the adapter every N steps into OUT/snapshots/step-N (a learning curve); 0 = none "
+                   f"(default: {d.snapshot_steps})")
 
 
 def _add_bench_parser(sub) -> None:
-    """``clerk bench-train``: throughput (default) or ``--consolidation`` quality."""
+    """``clerk bench-train``: training throughput, fp32 vs bf16 autocast."""
     b = sub.add_parser(
         "bench-train",
-        help="benchmark training throughput (fp32 vs bf16 autocast) or greedy consolidation quality",
-        description="Default: train --steps LoRA steps in fp32 and with bf16 autocast on the same batches and print "
-        "tokens/s and the ratio. With --consolidation: greedy-decode programs for held-out sessions and report "
-        "parse rate and op precision/recall/F1.",
+        help="benchmark training throughput (fp32 vs bf16 autocast)",
+        description="Train --steps LoRA steps in fp32 and with bf16 autocast on the same batches and print "
+        "tokens/s and the ratio (consolidation quality of adapters: clerk learning-curve).",
     )
     b.add_argument("--model", required=True, help="materialised base-model directory")
-    b.add_argument("--sft", help="SFT DatasetDict directory (throughput mode)")
+    b.add_argument("--sft", required=True, help="SFT DatasetDict directory")
     b.add_argument("--steps", type=int, default=5, help="timed optimizer steps per precision, plus 1 warm-up (default: 5)")
     b.add_argument("--batch-size", dest="batch_size", type=int, default=4, help="examples per step (default: 4)")
     b.add_argument("--max-length", dest="max_length", type=int, default=1024, help="max tokens per example (default: 1024)")
     b.add_argument("--seed", type=int, default=0, help="seed, so both precisions see the same batches (default: 0)")
     b.add_argument("--threads", type=int, default=0, help="torch CPU threads; 0 = torch default (default: 0)")
-    b.add_argument("--consolidation", action="store_true", help="measure consolidation quality instead of throughput")
-    b.add_argument("--adapter", help="LoRA adapter directory (clerk train --out); none = the base model")
-    b.add_argument("--timelines", help="held-out (test) timelines JSON lines (consolidation mode)")
-    b.add_argument("--sessions", type=int, default=40, help="held-out sessions to decode, in file order (default: 40)")
-    b.add_argument("--max-new-tokens", dest="max_new_tokens", type=int, default=256, help="generation cap per session, tokens (default: 256)")
-    b.add_argument("--gen-batch-size", dest="gen_batch_size", type=int, default=8, help="prompts per generation batch (default: 8)")
     b.add_argument("--json", help="also write the result as JSON to this file")
     b.set_defaults(func=_bench_main)

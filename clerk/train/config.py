@@ -54,6 +54,7 @@ class TrainConfig:
     threads: int = 0  # torch intra-op threads; 0 = torch's default
     keep_checkpoints: bool = False
     checkpoint_dir: str = ""  # checkpoints for resumption; "" = OUT/checkpoints
+    snapshot_steps: int = 0  # adapter snapshots every N optimizer steps (learning curve); 0 = none
 
     def __post_init__(self) -> None:
         self.lora_targets = tuple(self.lora_targets)
@@ -68,6 +69,7 @@ class TrainConfig:
             ("lora_alpha", self.lora_alpha >= 1, ">= 1"),
             ("lora_dropout", 0 <= self.lora_dropout < 1, "in [0, 1)"),
             ("save_steps", self.save_steps >= 0, ">= 0"),
+            ("snapshot_steps", self.snapshot_steps >= 0, ">= 0"),
             ("logging_steps", self.logging_steps >= 1, ">= 1"),
             ("threads", self.threads >= 0, ">= 0"),
             ("max_steps", self.max_steps == -1 or self.max_steps >= 1, "-1 or >= 1"),

@@ -121,6 +121,25 @@ def _callbacks(log_path: Path, seconds_offset: float, extra: list | None):
     return [CsvLog(), MarkComplete(), *(extra or [])]
 
 
+def _snapshot_callback(every: int, snapshot_dir: Path, examples_per_step: int):
+    """Save the adapter every ``every`` optimizer steps into ``snapshot_dir/step-<n>`` (the
+    learning curve's checkpoints of one run; kept beside the resumable checkpoints so a killed run
+    keeps them, and copied into OUT when training ends)."""
+    from transformers import TrainerCallback
+
+    class Snapshot(TrainerCallback):
+        def on_step_end(self, args, state, control, model=None, **kwargs):
+            if every and state.global_step % every == 0:
+                path = snapshot_dir / f"step-{state.global_step:05d}"
+                model.save_pretrained(path)
+                _sort_target_modules(path)
+                (path / "README.md").unlink(missing_ok=True)
+                (path / "snapshot.json").write_text(json.dumps(
+                    {"step": state.global_step, "examples_seen": state.global_step * examples_per_step}) + "\n")
+
+    return Snapshot()
+
+
 def _prepare_resume(cfg: TrainConfig, out: Path, ckpt_dir: Path) -> tuple[int | None, Path | None, float]:
     """Find the checkpoint to resume from, or start clean; stamp ``ckpt_dir`` with this config.
 
@@ -305,9 +324,20 @@ def _train(trainer, resume_path: Path | None, resume_step: int | None, evaluate:
     return metrics
 
 
+def _sort_target_modules(adapter_dir: Path) -> None:
+    """PEFT writes ``target_modules`` from a set, so its order varies with the process's hash seed:
+    sort it, so that an adapter directory's bytes are a function of the training run."""
+    path = adapter_dir / "adapter_config.json"
+    config = json.loads(path.read_text())
+    if isinstance(config.get("target_modules"), list):
+        config["target_modules"] = sorted(config["target_modules"])
+        path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+
+
 def _save(out: Path, trained, metrics: dict[str, Any], record: dict[str, Any]) -> None:
     """Adapter (safetensors), ``metrics.json``, then ``train_config.json`` (the sidecar goes last)."""
     trained.save_pretrained(out)
+    _sort_target_modules(out)
     (out / "README.md").unlink(missing_ok=True)  # PEFT's model-card stub, not ours
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     (out / "train_config.json").write_text(json.dumps(record, indent=2) + "\n")
@@ -375,13 +405,19 @@ def run_training(cfg: TrainConfig, extra_callbacks: list | None = None) -> Train
         train_dataset=train_ds,
         eval_dataset=eval_ds if cfg.eval else None,
         processing_class=tokenizer,
-        callbacks=_callbacks(out / "train_log.csv", seconds_offset, extra_callbacks),
+        callbacks=_callbacks(out / "train_log.csv", seconds_offset, [
+            *(extra_callbacks or []),
+            _snapshot_callback(cfg.snapshot_steps, ckpt_dir / "snapshots", cfg.batch_size * cfg.grad_accum),
+        ]),
     )
     # 4. Train.
     metrics = _train(trainer, resume_path, resume_step, cfg.eval and eval_ds is not None)
     # 5. Adapter, metrics, resolved config.
     _save(out, trainer.model, metrics, _run_record(cfg, trainer, device, bf16, loss_head, weights_dtype, model_dir))
-    # 6. Checkpoints only serve resumption.
+    # 6. Snapshots (the learning curve) move into OUT; checkpoints only serve resumption.
+    if (ckpt_dir / "snapshots").is_dir():
+        shutil.rmtree(out / "snapshots", ignore_errors=True)
+        shutil.copytree(ckpt_dir / "snapshots", out / "snapshots")
     if not cfg.keep_checkpoints:
         shutil.rmtree(ckpt_dir, ignore_errors=True)
     return TrainResult(out=out, steps=trainer.state.global_step, metrics=metrics, resumed_from=resume_step,

@@ -15,6 +15,8 @@ SEEDS = [str(seed) for seed in config["seeds"]]
 SPLITS = ["train", "test", "test_ood", "long"]
 EVAL_SPLITS = ["test", "test_ood"]
 MODEL_DIR = f"resources/models/{config['model']['name']}"
+# The learning curve (validation op-F1 against examples seen) comes from snapshots of one run.
+CURVE_SEED = SEEDS[0]
 # Model jobs (train, evaluate, locomo) run torch with one thread, on a GPU when one is visible.
 # On a GPU they claim `gpu=1`, so `--resources gpu=1` serialises them. On a CPU-only machine they
 # claim no GPU and instead reserve `--cores` / CPUs cores each, so that at most one runs per CPU
@@ -75,10 +77,13 @@ MEASURED = {
     # benchmarks/bench_locomo_prefix.md (2.6 GB peak, ~16 s per question on a real-length
     # conversation, 200 questions, plus the model writers' consolidation as in evaluate).
     "locomo": (9000.0, 2628.0),
+    # Not in the shipped run: one model load per snapshot and greedy writes of validation
+    # sessions, about one evaluate job's writes (estimate).
+    "learning_curve": (600.0, 1800.0),
 }
 UNMEASURED = (300.0, 1024.0)
 # Model jobs claim the GPU (see GPU_CLAIM above); others never do.
-MODEL_RULES = ("train", "evaluate", "locomo")
+MODEL_RULES = ("train", "evaluate", "locomo", "learning_curve")
 
 
 def rule_resources(name):
@@ -175,6 +180,8 @@ def train_args(wildcards):
     if spec.get("modules_to_save"):
         args.append(f"--modules-to-save {','.join(spec['modules_to_save'])}")
     args.append(f"--bf16 {spec['bf16']} --save-steps {spec['save_steps']}")
+    snapshots = spec.get("snapshot_steps", 0) if wildcards.seed == CURVE_SEED else 0
+    args.append(f"--snapshot-steps {snapshots}")
     args.append("--eval" if spec["validation_loss"] else "--no-eval")
     return " ".join(args)
 

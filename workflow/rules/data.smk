@@ -24,7 +24,10 @@ rule generate:
 rule build_sft:
     input:
         timelines="results/data/{seed}/train.jsonl",
-        code=code("sft", "prompts"),
+        # The tokenizer sizes the transcript views of the reader's ANSWER examples.
+        model=MODEL_DIR,
+        code=code("sft", "prompts", "program"),
+        systems=get_memory_code,
     output:
         sft=directory("results/sft/{seed}"),
     log:
@@ -38,7 +41,12 @@ rule build_sft:
     params:
         answer_ratio=lookup(dpath="sft/answer_ratio", within=config),
         val_fraction=lookup(dpath="sft/val_fraction", within=config),
+        answer_views=lambda wc: ",".join(f"{k}={v}" for k, v in config["sft"]["answer_views"].items()),
+        evict_weight=lookup(dpath="sft/evict_weight", within=config),
+        window_k=lookup(dpath="evaluate/window_k", within=config),
+        rag_k=lookup(dpath="evaluate/rag_k", within=config),
     shell:
-        "clerk build-sft --timelines {input.timelines} --seed {wildcards.seed}"
+        "clerk build-sft --timelines {input.timelines} --tokenizer {input.model} --seed {wildcards.seed}"
         " --answer-ratio {params.answer_ratio} --val-fraction {params.val_fraction}"
-        " --out {output.sft} > {log} 2>&1"
+        " --answer-views {params.answer_views} --evict-weight {params.evict_weight}"
+        " --window-k {params.window_k} --rag-k {params.rag_k} --out {output.sft} > {log} 2>&1"

@@ -35,13 +35,13 @@ rule locomo:
         budget=lookup(dpath="data/budget", within=config),
         max_new_tokens=lookup(dpath="evaluate/max_new_tokens", within=config),
         batch_size=lookup(dpath="evaluate/batch_size", within=config),
-        baseline_reader=lookup(dpath="evaluate/baseline_reader", within=config),
+        reader_model=lookup(dpath="evaluate/reader_model", within=config),
         dtype=lookup(dpath="evaluate/dtype", within=config),
     shell:
         "clerk locomo {params.args} --model {input.model} --systems {params.systems}"
         " --max-questions {params.max_questions} --seed {wildcards.seed} --budget {params.budget}"
         " --max-new-tokens {params.max_new_tokens} --batch-size {params.batch_size}"
-        " --baseline-reader {params.baseline_reader} --dtype {params.dtype} --threads 1 --quiet"
+        " --reader-model {params.reader_model} --dtype {params.dtype} --threads 1 --quiet"
         " --out {params.outdir} > {log} 2>&1"
 
 

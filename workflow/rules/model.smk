@@ -49,3 +49,37 @@ rule train:
         "clerk train --sft {input.sft} --model {input.model} --seed {wildcards.seed}"
         " {params.args} --threads 1 --checkpoint-dir {params.checkpoints}"
         " --out {output.adapter} > {log} 2>&1"
+
+
+rule learning_curve:
+    input:
+        timelines=f"results/data/{CURVE_SEED}/train.jsonl",
+        sft=f"results/sft/{CURVE_SEED}",
+        model=MODEL_DIR,
+        adapter=f"results/train/{CURVE_SEED}",
+        code=code("train", "models", "prompts", "program", "metrics"),
+        systems=get_memory_code,
+        phrasings=get_phrasings,
+    output:
+        csv="results/curve/learning_curve.csv",
+    log:
+        "logs/learning_curve/learning_curve.log",
+    benchmark:
+        "benchmarks/runs/learning_curve/learning_curve.tsv"
+    conda:
+        "../../environment.yml"
+    threads: MODEL_JOB_THREADS
+    resources:
+        **rule_resources("learning_curve"),
+    params:
+        sessions=lookup(dpath="train/curve_sessions", within=config),
+        max_new_tokens=lookup(dpath="evaluate/max_new_tokens", within=config),
+        batch_size=lookup(dpath="evaluate/batch_size", within=config),
+        constrained=lambda wc: "--constrained" if config["evaluate"]["constrained"] else "--no-constrained",
+        phrasings=lambda wc: f"--phrasings {config['data']['phrasings']}" if config["data"].get("phrasings") else "",
+        dtype=lookup(dpath="evaluate/dtype", within=config),
+    shell:
+        "clerk learning-curve --timelines {input.timelines} --sft {input.sft} --model {input.model}"
+        " --adapter {input.adapter} --sessions {params.sessions} --max-new-tokens {params.max_new_tokens}"
+        " --batch-size {params.batch_size} {params.constrained} {params.phrasings} --dtype {params.dtype}"
+        " --threads 1 --out {output.csv} > {log} 2>&1"

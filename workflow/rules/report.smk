@@ -389,3 +389,28 @@ rule manifest:
         **rule_resources("manifest"),
     shell:
         "clerk manifest --root results --extra {input.paper} --out {output.json} > {log} 2>&1"
+
+
+rule figure_learning_curve:
+    input:
+        table="results/curve/learning_curve.csv",
+        code=code("report"),
+    output:
+        pdf="results/figures/learning_curve.pdf",
+        png=report(
+            "results/figures/learning_curve.png",
+            caption="../report/learning_curve.rst",
+            category="Figures",
+        ),
+    log:
+        "logs/figure_learning_curve/learning_curve.log",
+    benchmark:
+        "benchmarks/report/figure_learning_curve/learning_curve.tsv"
+    conda:
+        "../../environment.yml"
+    resources:
+        **rule_resources("figure_learning_curve"),
+    params:
+        base=lambda wc, output: output.pdf.removesuffix(".pdf"),
+    shell:
+        "clerk figure learning-curve --inputs {input.table} --out {params.base} > {log} 2>&1"

@@ -18,7 +18,7 @@ STAGES = {
     "streams": {"seed": SEEDS},
     "eviction_study": {"seed": SEEDS},
 }
-FIGURES = ["read_cost", "accuracy_by_type", "eviction", "loss", "state_f1"]
+FIGURES = ["read_cost", "accuracy_by_type", "eviction", "loss", "state_f1", "learning_curve"]
 PAPER_INCLUDES = {
     "table1": "results/table1.md",
     "table1_cost": "results/table1_cost.md",
