@@ -17,7 +17,10 @@ from clerk.errors import UserError
 
 #: Environment that pins CPU kernel dispatch, per ``CLERK_NUMERICS`` mode. Torch's libraries read
 #: these once, at start: set them before torch is imported (:func:`apply_reproducible_numerics`,
-#: called by ``clerk`` before any verb runs). Measured in ``benchmarks/rerun-sources.md``.
+#: called by ``clerk`` before any verb runs). Measured in ``benchmarks/rerun-sources.md``. They
+#: pin fp32 work; bf16 is not reproducible across CPUs with and without bf16 units whatever the
+#: pins (oneDNN's bf16 kernels there, ATen's own fallback here), so reproducible runs use fp32.
+#: (``ONEDNN_MAX_CPU_ISA`` is left alone: no effect on fp32, measured.)
 NUMERICS_MODES: dict[str, dict[str, str]] = {
     # The default: free on this AVX2 machine (reads, writes and training at the same CPU time).
     "pinned": {
@@ -27,17 +30,14 @@ NUMERICS_MODES: dict[str, dict[str, str]] = {
         "ATEN_CPU_CAPABILITY": "avx2",
         # MKL (every fp32 matmul): conditional numerical reproducibility, AUTO branch: fixed cache
         # sizes, deterministic reductions, static scheduling, so blocking no longer follows the
-        # CPU's caches. Its kernel is still MKL's choice for the CPU: on AMD the one non-Intel path
-        # (MKL_CBWR=AVX2 falls back to AUTO there, MKL_VERBOSE says CNR:AUTO), on Intel by ISA.
+        # CPU's caches. The kernel stays MKL's choice: by ISA on Intel CPUs; on AMD its one path
+        # for non-Intel CPUs (MKL_VERBOSE names no ISA there; MKL_CBWR=AVX2 falls back to AUTO).
         "MKL_CBWR": "AUTO",
-        # oneDNN (bf16 matmuls where the CPU has bf16 units, convolutions): at most AVX2 code. No
-        # effect on the fp32 path (measured); keeps a bf16 run off AMX/AVX512-BF16 kernels.
-        "ONEDNN_MAX_CPU_ISA": "AVX2",
     },
     # Also across CPU vendors (Intel <-> AMD): MKL's COMPATIBLE branch (SSE2 code), the one MKL
     # documents as giving the same results on Intel and non-Intel CPUs. About 2.5x the CPU time
     # of reads and 2x of writes (measured).
-    "strict": {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "COMPATIBLE", "ONEDNN_MAX_CPU_ISA": "AVX2"},
+    "strict": {"ATEN_CPU_CAPABILITY": "avx2", "MKL_CBWR": "COMPATIBLE"},
     # Each library's own dispatch: fastest on AVX-512 machines; results then depend on the CPU.
     "native": {},
 }
