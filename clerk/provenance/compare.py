@@ -184,19 +184,19 @@ def compare_artifacts(shipped: dict | None, rerun: dict | None) -> list[tuple[st
     manifest without per-file lists, on its digest (with or without Snakemake's marker).
     """
     a, b = (shipped or {}).get("files", {}), (rerun or {}).get("files", {})
-    out = []
+    out: dict[str, str] = {}  # a file under results/ is listed itself and inside its directory
     for path in sorted(set(a) | set(b)):
         x, y = a.get(path), b.get(path)
         if x is None or y is None:
-            out.append((path, "missing"))
+            out[path] = "missing"
         elif "files" in x and "files" in y:
             for rel in sorted(set(x["files"]) | set(y["files"])):
                 fx, fy = x["files"].get(rel), y["files"].get(rel)
-                out.append((f"{path}/{rel}", "missing" if fx is None or fy is None else
-                            "equal" if fx == fy else "different"))
+                out[f"{path}/{rel}"] = ("missing" if fx is None or fy is None else
+                                        "equal" if fx == fy else "different")
         else:
-            out.append((path, "equal" if _digests(x) & _digests(y) else "different"))
-    return out
+            out[path] = "equal" if _digests(x) & _digests(y) else "different"
+    return sorted(out.items())
 
 
 def _digests(entry: dict) -> set[str]:
