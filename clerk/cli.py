@@ -3,7 +3,9 @@
 Every verb lives in the library module that owns the concept; this file only collects them.
 A module takes part by defining ``register_cli(subparsers)``, which adds its verb(s) with
 ``parser.set_defaults(func=main)``; ``main(args)`` does the work. Modules keep torch,
-transformers, trl and peft imports inside functions so ``clerk --help`` stays fast.
+transformers, trl and peft imports inside functions so ``clerk --help`` stays fast, and so that
+:func:`~clerk.models.device.apply_reproducible_numerics` pins CPU kernel dispatch before torch
+starts (``CLERK_NUMERICS=native`` leaves it to the libraries).
 
     clerk --help
     clerk generate --help
@@ -16,6 +18,7 @@ import importlib
 import sys
 
 from clerk.errors import UserError
+from clerk.models.device import apply_reproducible_numerics
 
 # Order is the order verbs appear in ``clerk --help``: the pipeline order.
 _MODULES = (
@@ -50,6 +53,7 @@ def main(argv: list[str] | None = None) -> None:
     """Parse ``argv`` and run the chosen verb; user errors exit with status 2 and one message."""
     args = make_parser().parse_args(argv)
     try:
+        apply_reproducible_numerics()  # before any verb imports torch (benchmarks/rerun-sources.md)
         args.func(args)
     except UserError as err:
         print(f"clerk {args.verb}: error: {err}", file=sys.stderr)

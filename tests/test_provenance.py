@@ -17,7 +17,7 @@ import pytest
 
 from clerk.cli import main
 from clerk.errors import UserError
-from clerk.provenance.files import sha256_path
+from clerk.provenance.files import dir_files, legacy_dir_digest, sha256_path
 from clerk.provenance.keys import csv_lookup, format_value, json_pointer
 from clerk.provenance.manifest import build_manifest
 from clerk.provenance.numbers import build_numbers, expand_spec
@@ -163,6 +163,70 @@ class TestSha256Path:
         """A missing path raises a UserError naming it."""
         with pytest.raises(UserError, match="file '.*nope' does not exist"):
             sha256_path(tmp_path / "nope")
+
+    def test_snakemake_marker_is_not_content(self, tmp_path):
+        """Snakemake's .snakemake_timestamp in a directory output changes neither digest nor listing."""
+        (tmp_path / "d" / "sub").mkdir(parents=True)
+        (tmp_path / "d" / "sub" / "w.bin").write_bytes(b"\x00")
+        before = sha256_path(tmp_path / "d")
+        (tmp_path / "d" / ".snakemake_timestamp").write_bytes(b"")
+        assert sha256_path(tmp_path / "d") == before
+        assert dir_files(tmp_path / "d") == {"sub/w.bin": hashlib.sha256(b"\x00").hexdigest()}
+
+
+class TestDirectoryOutputs:
+    """Directory outputs (base model, SFT data, adapters): listed file by file and verified so."""
+
+    @staticmethod
+    def _adapter(root: Path) -> Path:
+        (root / "big/adapter").mkdir(parents=True)
+        (root / "big/adapter/adapter_model.safetensors").write_bytes(b"weights")
+        (root / "big/adapter/adapter_config.json").write_text("{}")
+        return root / "big/adapter"
+
+    def test_manifest_entry_lists_every_file(self, tmp_path):
+        """A directory entry has the digest of its files, their total bytes and each file's sha256."""
+        import functools
+
+        from clerk.provenance.manifest import _file_entry
+
+        self._adapter(tmp_path)
+        entry = _file_entry(tmp_path, "big/adapter", {}, {}, True, functools.lru_cache(dir_files))
+        assert entry["bytes"] == 9 and entry["sha256"] == sha256_path(tmp_path / "big/adapter")
+        assert entry["files"] == {"adapter_config.json": hashlib.sha256(b"{}").hexdigest(),
+                                  "adapter_model.safetensors": hashlib.sha256(b"weights").hexdigest()}
+
+    def test_verify_names_the_changed_file(self, tmp_path):
+        """verify checks a present directory per file and names the one that changed."""
+        adapter = self._adapter(tmp_path)
+        listing = dir_files(adapter)
+        manifest = {"files": {"big/adapter": {"sha256": sha256_path(adapter), "files": listing, "inputs": {}}}}
+        assert verify(tmp_path, manifest, None, None) == []
+        (adapter / "adapter_model.safetensors").write_bytes(b"other")
+        (adapter / "extra.txt").write_text("x")
+        assert verify(tmp_path, manifest, None, None) == [
+            "big/adapter/extra.txt: not listed in the manifest",
+            f"big/adapter/adapter_model.safetensors: sha256 {hashlib.sha256(b'other').hexdigest()} != "
+            f"{listing['adapter_model.safetensors']} recorded in the manifest"]
+
+    def test_verify_accepts_legacy_digest(self, tmp_path):
+        """A manifest written before directories were listed (its digest counted Snakemake's
+        marker) still verifies the same files."""
+        adapter = self._adapter(tmp_path)
+        manifest = {"files": {"big/adapter": {"sha256": legacy_dir_digest(dir_files(adapter)), "inputs": {}}}}
+        assert verify(tmp_path, manifest, None, None) == []
+
+    def test_adapter_config_sets_are_sorted(self, tmp_path):
+        """clerk train rewrites PEFT's set-valued target_modules sorted, so the file is stable."""
+        from types import SimpleNamespace
+
+        from clerk.train.trainer import _sort_set_fields
+
+        (tmp_path / "adapter_config.json").write_text(json.dumps({"r": 8, "target_modules": ["v_proj", "q_proj"]}))
+        trained = SimpleNamespace(peft_config={"default": SimpleNamespace(r=8, target_modules={"v_proj", "q_proj"})})
+        _sort_set_fields(tmp_path, trained)
+        assert (tmp_path / "adapter_config.json").read_text() == \
+            '{\n  "r": 8,\n  "target_modules": [\n    "q_proj",\n    "v_proj"\n  ]\n}'
 
 
 class TestJsonPointer:

@@ -9,9 +9,11 @@ Modules: :mod:`~clerk.provenance.files` (sha256 of files and directories, JSON f
 :mod:`~clerk.provenance.keys` (reading a number at a key) · :mod:`~clerk.provenance.records`
 (Snakemake's per-output records) · :mod:`~clerk.provenance.numbers` (numbers.json) ·
 :mod:`~clerk.provenance.manifest` (manifest.json) · :mod:`~clerk.provenance.verify` (trace and
-verify) · :mod:`~clerk.provenance.cli` (the verbs).
+verify) · :mod:`~clerk.provenance.compare` (a rerun against the shipped results, with the
+tolerances of ``paper/tolerances.yaml``) · :mod:`~clerk.provenance.cli` (the verbs).
 
     clerk numbers --spec paper/numbers.yaml --out results/numbers.json
     clerk manifest --root results --extra paper/paper.md --out results/manifest.json
     clerk trace main.clerk.test.accuracy_mean && clerk verify
+    clerk compare /path/to/rerun/results
 """

@@ -1,8 +1,10 @@
-"""The provenance verbs: ``clerk numbers``, ``clerk manifest``, ``clerk trace`` and ``clerk verify``.
+"""The provenance verbs: ``clerk numbers``, ``clerk manifest``, ``clerk trace``, ``clerk verify``
+and ``clerk compare``.
 
     clerk numbers --spec paper/numbers.yaml --out results/numbers.json
     clerk manifest --root results --extra paper/paper.md --out results/manifest.json
     clerk trace main.clerk.test.accuracy_mean && clerk verify
+    clerk compare /path/to/rerun/results            # vs the shipped results/
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from pathlib import Path
 
 from clerk.errors import UserError
 from clerk.provenance.environment import environment_warnings
+from clerk.provenance.compare import FAILING, compare_trees, load_tolerances, summary_table
 from clerk.provenance.files import load_json, write_json
 from clerk.provenance.manifest import build_manifest
 from clerk.provenance.numbers import build_numbers
@@ -62,8 +65,31 @@ def _verify_main(args) -> None:
           + (f" ({len(absent)} git-ignored outputs not in this checkout)" if absent else ""))
 
 
+def _compare_main(args) -> None:
+    rules = load_tolerances(args.tolerances)
+    numbers, cells, artifacts = compare_trees(Path(args.against), Path(args.rerun), rules)
+    print(f"clerk compare: shipped {args.against} vs rerun {args.rerun} (tolerances: {args.tolerances})\n")
+    print(summary_table(numbers, cells, artifacts))
+    shown = ("within", "timing", *FAILING) if args.verbose else ("within", *FAILING)
+    items = [i for i in numbers + cells if i.status in shown]
+    if items:
+        print()
+    for item in items:
+        print(f"{item.status:>9}  {item.line()}")
+    changed = [(path, st) for path, st in artifacts if st != "equal"]
+    if changed and (args.verbose or any(i.status in FAILING for i in numbers + cells)):
+        print("\nfiles that differ (where a difference starts; information only):")
+        for path, st in changed:
+            print(f"{st:>9}  {path}")
+    failed = [i for i in numbers + cells if i.status in FAILING]
+    if failed:
+        names = ", ".join(i.name for i in failed[:20]) + (f", ... ({len(failed) - 20} more)" if len(failed) > 20 else "")
+        raise SystemExit(f"clerk compare: {len(failed)} number(s)/cell(s) beyond tolerance: {names}")
+    print("\nclerk compare: every number and cell equal or within its declared tolerance")
+
+
 def register_cli(sub) -> None:
-    """Add the verbs ``numbers``, ``manifest``, ``trace`` and ``verify``."""
+    """Add the verbs ``numbers``, ``manifest``, ``trace``, ``verify`` and ``compare``."""
     p = sub.add_parser("numbers", help="resolve paper/numbers.yaml into results/numbers.json",
                        description="Read every number the paper prints from its results file.")
     p.add_argument("--spec", required=True, help="numbers spec YAML (ids -> source, key, format, rule)")
@@ -101,3 +127,13 @@ def register_cli(sub) -> None:
                         "it or from the manifest's package versions is a warning ('none' = skip; default: "
                         "requirements.lock)")
     p.set_defaults(func=_verify_main)
+
+    p = sub.add_parser("compare", help="shipped vs rerun: every paper number and table cell, against declared tolerances",
+                       description="Compare a rerun's results folder with the shipped one: every number of numbers.json "
+                       "and every CSV cell is equal, within its tolerance (paper/tolerances.yaml), timing (never "
+                       "compared) or different. Exit 1 naming every number or cell beyond tolerance.")
+    p.add_argument("rerun", help="the rerun's results folder (with numbers.json, the tables, manifest.json)")
+    p.add_argument("--against", default="results", help="the shipped results folder (default: results)")
+    p.add_argument("--tolerances", default="paper/tolerances.yaml", help="default: paper/tolerances.yaml")
+    p.add_argument("--verbose", action="store_true", help="also list timing items and every differing file")
+    p.set_defaults(func=_compare_main)

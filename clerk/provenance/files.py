@@ -1,7 +1,9 @@
 """Provenance files: the sha256 of a file or a directory, and deterministic JSON files.
 
 Every hash in numbers.json and manifest.json is :func:`sha256_path`; both files are written with
-:func:`write_json` (sorted keys, so a rerun on the same inputs writes the same bytes).
+:func:`write_json` (sorted keys, so a rerun on the same inputs writes the same bytes). A
+directory's digest covers the relative path and content of every file in it (:func:`dir_files`)
+but Snakemake's own marker, so a directory made by hand and one made by a rule hash alike.
 
     python -c "from clerk.provenance.files import sha256_path; print(sha256_path('config'))"
 """
@@ -16,17 +18,46 @@ from typing import Any
 from clerk.errors import UserError
 
 
+#: Files Snakemake itself writes into a ``directory()`` output (an empty timestamp marker): not
+#: part of the output's content, so left out of its digest and file list.
+SNAKEMAKE_MARKERS = frozenset({".snakemake_timestamp"})
+
+
+def dir_files(path: str | Path) -> dict[str, str]:
+    """``relpath -> sha256`` of every file under a directory (POSIX paths, sorted), markers excluded."""
+    path = Path(path)
+    return {p.relative_to(path).as_posix(): sha256_path(p) for p in sorted(path.rglob("*"))
+            if p.is_file() and p.name not in SNAKEMAKE_MARKERS}
+
+
+def dir_digest(files: dict[str, str]) -> str:
+    """The digest of a directory from its :func:`dir_files`: sha256 of its ``relpath<TAB>sha256`` lines,
+    sorted by path components (the order of ``sorted(Path.rglob())``, as manifests always used).
+
+    >>> dir_digest({}) == hashlib.sha256(b"").hexdigest()
+    True
+    """
+    lines = [f"{rel}\t{files[rel]}\n" for rel in sorted(files, key=lambda rel: rel.split("/"))]
+    return hashlib.sha256("".join(lines).encode()).hexdigest()
+
+
+def legacy_dir_digest(files: dict[str, str]) -> str:
+    """The digest manifests made before the marker was excluded recorded for a Snakemake directory
+    output: the same lines plus the (empty) ``.snakemake_timestamp``. Lets a current listing be
+    checked against such a manifest."""
+    empty = hashlib.sha256(b"").hexdigest()
+    return dir_digest({**files, **{name: empty for name in SNAKEMAKE_MARKERS}})
+
+
 def sha256_path(path: str | Path) -> str:
-    """Hex sha256 of a file; of a directory, the sha256 of its sorted ``relpath<TAB>sha256`` lines.
+    """Hex sha256 of a file; of a directory, :func:`dir_digest` of its :func:`dir_files`.
 
     Raises:
         UserError: the path does not exist.
     """
     path = Path(path)
     if path.is_dir():
-        lines = [f"{p.relative_to(path).as_posix()}\t{sha256_path(p)}\n"
-                 for p in sorted(path.rglob("*")) if p.is_file()]
-        return hashlib.sha256("".join(lines).encode()).hexdigest()
+        return dir_digest(dir_files(path))
     if not path.is_file():
         raise UserError(f"file '{path}' does not exist")
     digest = hashlib.sha256()

@@ -1,6 +1,10 @@
 """The manifest: every file under ``results/`` (and the paper) with sha256, size, producing rule,
 wildcards, params and hashed inputs, plus the code version and package versions.
 
+A directory output (base model, SFT dataset, adapter) is an entry too: its sha256 is the digest of
+every file in it (:func:`~clerk.provenance.files.dir_digest`), ``bytes`` their total size and
+``files`` the sha256 of each, so a rerun can tell which file of an adapter differs.
+
 Inputs that a rule produced are listed too (transitively), so ``clerk trace`` can walk from any
 listed file down to the files no rule wrote (config, code, package data).
 
@@ -9,13 +13,15 @@ listed file down to the files no rule wrote (config, code, package data).
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
 
 from clerk.errors import UserError
-from clerk.provenance.files import sha256_path
+from clerk.provenance.files import dir_digest, dir_files, sha256_path
 from clerk.provenance.records import find_record, rule_output_patterns, snakemake_records, wildcards_for
 
 #: Packages whose versions the manifest records (missing ones are recorded as null).
@@ -57,14 +63,21 @@ def package_versions() -> dict[str, str | None]:
     return versions
 
 
-def _file_entry(workdir: Path, path: str, records: dict, patterns: dict, listed: bool) -> dict:
+def _file_entry(workdir: Path, path: str, records: dict, patterns: dict, listed: bool,
+                listing_of: Callable[[Path], dict[str, str]]) -> dict:
     full, (output, record) = workdir / path, find_record(records, path)
     if not full.exists() and (listed or record is None):
         raise UserError(f"manifest: file '{path}' does not exist")
     # An unlisted input that is gone was a temp() output: keep its record, with no hash.
-    entry = {"sha256": sha256_path(full) if full.exists() else None,
+    def digest_of(path: Path) -> str:
+        return dir_digest(listing_of(path)) if path.is_dir() else sha256_path(path)
+
+    entry = {"sha256": digest_of(full) if full.exists() else None,
              "bytes": full.stat().st_size if full.is_file() else None,
              "rule": None, "wildcards": {}, "params": [], "shellcmd": None, "log": [], "inputs": {}}
+    if full.is_dir():  # every file of a directory output, and their total size
+        entry["files"] = listing_of(full)
+        entry["bytes"] = sum((full / rel).stat().st_size for rel in entry["files"])
     if record is None:
         return entry
     if record.get("incomplete"):
@@ -73,7 +86,7 @@ def _file_entry(workdir: Path, path: str, records: dict, patterns: dict, listed:
     for inp in record.get("input") or []:
         if inp.startswith("<"):  # "<pipe>" / "<service>": nothing on disk to hash
             continue
-        digest = sha256_path(workdir / inp) if (workdir / inp).exists() else None
+        digest = digest_of(workdir / inp) if (workdir / inp).exists() else None
         recorded = str(checksums.get(inp, f"sha256:{digest}"))
         if digest and (recorded if ":" in recorded else f"sha256:{recorded}") != f"sha256:{digest}":
             raise UserError(f"manifest: input '{inp}' changed after rule {record['rule']} wrote "
@@ -107,11 +120,12 @@ def build_manifest(workdir: Path, roots: list[str], extras: list[str],
              for p in sorted((workdir / root).rglob("*")) if p.is_file() and not p.name.startswith(".")]
     queue += [os.path.normpath(p) for p in extras]
     listed, files = set(queue), {}
+    listing_of = functools.lru_cache(maxsize=None)(dir_files)  # a model dir is an input of many jobs
     while queue:
         path = queue.pop(0)
         if path in files or path in skip:
             continue
-        files[path] = _file_entry(workdir, path, records, patterns, path in listed)
+        files[path] = _file_entry(workdir, path, records, patterns, path in listed, listing_of)
         queue += [i for i in files[path]["inputs"] if find_record(records, i)[1] is not None]
     return {"code": code_version(), "packages": package_versions(),
             "files": {Path(k).as_posix(): v for k, v in sorted(files.items())}}

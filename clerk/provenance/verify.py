@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import Callable
 
 from clerk.errors import UserError
-from clerk.provenance.files import sha256_path
+from clerk.provenance.files import dir_digest, dir_files, legacy_dir_digest, sha256_path
 from clerk.provenance.keys import format_value, resolve
 from clerk.provenance.numbers import footnote, reference
 
-#: ``check_hash(path, want, what)``: compare a file's sha256 with the recorded one.
-_HashCheck = Callable[[str, str | None, str], None]
+#: ``check_hash(path, want, what, listing=None)``: compare a file's (or a directory's) sha256 with
+#: the recorded one; ``listing`` is a directory entry's recorded ``files`` (relpath -> sha256).
+_HashCheck = Callable[..., None]
 
 
 def trace(target: str, manifest: dict, numbers: dict) -> list[str]:
@@ -89,10 +90,13 @@ def verify(workdir: Path, manifest: dict | None, numbers: dict | None,
     records: unless ``strict``, a missing file that git ignores is appended to ``absent``
     instead of being a problem (it cannot be re-hashed here; its recorded sha256 still pins it).
     Any file that is present must match, and a missing file git does not ignore is a problem.
+    A directory present here is checked file by file against the manifest's ``files`` listing
+    (each missing, extra or changed file is named); a manifest without one (written before
+    directories were listed) is checked on the digest, with or without Snakemake's marker.
     """
     workdir, problems = Path(workdir), []
 
-    def check_hash(path: str, want: str | None, what: str) -> None:
+    def check_hash(path: str, want: str | None, what: str, listing: dict | None = None) -> None:
         full = workdir / path
         if want is None:  # was already gone (temp()) when the manifest was made
             return
@@ -101,6 +105,8 @@ def verify(workdir: Path, manifest: dict | None, numbers: dict | None,
                 absent.append(path)
         elif not full.exists():
             problems.append(f"{path}: missing ({what})")
+        elif full.is_dir():
+            problems.extend(_dir_problems(path, dir_files(full), want, listing, what))
         elif (got := sha256_path(full)) != want:
             problems.append(f"{path}: sha256 {got} != {want} recorded in {what}")
 
@@ -113,11 +119,26 @@ def verify(workdir: Path, manifest: dict | None, numbers: dict | None,
     return problems
 
 
+def _dir_problems(path: str, got: dict[str, str], want: str, listing: dict | None, what: str) -> list[str]:
+    """A present directory against its record: per file when ``listing`` is known, else the digest."""
+    if listing is None:
+        if want in (dir_digest(got), legacy_dir_digest(got)):
+            return []
+        return [f"{path}: directory sha256 {dir_digest(got)} != {want} recorded in {what}"]
+    problems = [f"{path}/{rel}: missing (listed in {what})" for rel in sorted(set(listing) - set(got))]
+    problems += [f"{path}/{rel}: not listed in {what}" for rel in sorted(set(got) - set(listing))]
+    problems += [f"{path}/{rel}: sha256 {got[rel]} != {listing[rel]} recorded in {what}"
+                 for rel in sorted(set(got) & set(listing)) if got[rel] != listing[rel]]
+    if not problems and dir_digest(got) != want:  # a listing that disagrees with its own digest
+        problems.append(f"{path}: directory sha256 {dir_digest(got)} != {want} recorded in {what}")
+    return problems
+
+
 def _check_manifest(files: dict, check_hash: _HashCheck) -> None:
     """Every manifest file, then every leaf input (one no rule wrote), by path."""
     leaves: dict[str, tuple[str, str]] = {}
     for path, entry in files.items():
-        check_hash(path, entry["sha256"], "the manifest")
+        check_hash(path, entry["sha256"], "the manifest", entry.get("files"))
         for inp, digest in entry["inputs"].items():
             if inp not in files:
                 leaves.setdefault(inp, (digest, path))

@@ -74,7 +74,7 @@ def _render_main(args) -> None:
 
 
 def _environment_main(args) -> None:
-    write_text(args.out, environment_markdown())
+    write_text(args.out, environment_markdown(args.train, args.metrics))
 
 
 # ---- tables and figures ----------------------------------------------------------------------
@@ -163,7 +163,12 @@ def _add_paper_verbs(sub) -> None:
     p.set_defaults(func=_render_main)
 
     p = sub.add_parser("environment", help="Markdown table of code version, packages and device",
-                       description="Write the run environment as a Markdown table for the paper.")
+                       description="Write the run environment as a Markdown table for the paper: code, "
+                       "packages, machine, CPU numerics, and how the given training and evaluation jobs ran.")
+    p.add_argument("--train", nargs="*", default=[], metavar="DIR",
+                   help="clerk train output folders (train_config.json: commit, numerics, precision)")
+    p.add_argument("--metrics", nargs="*", default=[], metavar="FILE",
+                   help="clerk evaluate metrics.json files (their inference dtype)")
     p.add_argument("--out", required=True, help="Markdown file to write")
     p.set_defaults(func=_environment_main)
 

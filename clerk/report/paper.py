@@ -116,24 +116,91 @@ def template_literal_digits(template_text: str, sections: list[str]) -> list[Lit
     return found
 
 
-def environment_markdown() -> str:
-    """A Markdown table of the run environment: code version, Python, packages, platform, device.
+def _job_facts(train: list[str], metrics: list[str]) -> list[tuple[str, str]]:
+    """Rows on how the model jobs ran, from their own records: the commit that trained each
+    adapter, the CPU numerics pins it ran under, training precision and evaluation dtype."""
+    import json
+    from pathlib import Path
+
+    commits: dict[str, list[str]] = {}
+    pins: dict[str, list[str]] = {}
+    bf16: dict[str, list[str]] = {}
+    for folder in train:
+        record = json.loads((Path(folder) / "train_config.json").read_text(encoding="utf-8"))
+        seed, code, num = str(record["config"]["seed"]), record.get("code") or {}, record.get("numerics")
+        commit = code.get("git_commit") or "not recorded"
+        commits.setdefault(commit + (", uncommitted changes" if code.get("git_dirty") else ""), []).append(seed)
+        pins.setdefault(_pins_text(num) if num else "not recorded", []).append(seed)
+        bf16.setdefault("bf16 autocast" if record.get("bf16") else str(record.get("weights_dtype", "float32")),
+                        []).append(seed)
+    dtypes: dict[str, list[str]] = {}
+    for path in metrics:
+        m = json.loads(Path(path).read_text(encoding="utf-8"))
+        dtypes.setdefault(str(m["config"].get("dtype")), []).append(f"{m['input']['seeds'][0]}/{m['input']['splits'][0]}")
+
+    def cell(groups: dict[str, list[str]]) -> str:
+        if len(groups) == 1:
+            return next(iter(groups))
+        return "; ".join(f"{k} ({', '.join(v)})" for k, v in groups.items())
+
+    rows = []
+    if train:
+        rows += [("training: git commit", cell(commits)), ("training: CPU numerics", cell(pins)),
+                 ("training: precision", cell(bf16))]
+    if metrics:
+        rows.append(("evaluation: dtype", cell(dtypes)))
+    return rows
+
+
+def _pins_text(num: dict) -> str:
+    """One line for a :func:`~clerk.models.device.numerics_record`."""
+    env = ", ".join(f"{k}={v}" for k, v in num["env"].items() if v) or "none"
+    return (f"{num['mode']}: {env}; kernels {num['cpu_capability']}, {num['torch_threads']} thread(s)"
+            + (", deterministic algorithms" if num.get("deterministic_algorithms") else ""))
+
+
+def environment_markdown(train: list[str] = (), metrics: list[str] = ()) -> str:
+    """A Markdown table of the run environment: code version, Python, packages, platform, device,
+    CPU and numerics, and how the model jobs ran (their records in ``train`` folders and
+    ``metrics`` files: commit, numerics pins, precision, dtype).
 
     It describes the machine that runs it; a rule that runs on the training host states that host.
+    The workflow's rule takes the training and evaluation outputs as inputs, so it is rewritten
+    whenever they are and names the code that made them (not a commit of an earlier run).
     """
     import platform
 
+    from clerk.models.device import numerics_record
     from clerk.provenance.manifest import code_version, package_versions
 
     try:
         import torch
 
         device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
+        numerics = numerics_record()
+        cpu = f"{numerics['cpu']} (torch kernels {numerics['cpu_capability']}, best {_best_capability()})"
+        pins = _pins_text(numerics)
     except ImportError:
-        device = "cpu (torch not installed)"
+        device = cpu = pins = "cpu (torch not installed)"
     code = code_version()
     rows = [("clerk", f"{code['clerk']} (git {code['git_commit'] or 'n/a'}"
              f"{', uncommitted changes' if code['git_dirty'] else ''})"),
             *[(k, v or "not installed") for k, v in package_versions().items()],
-            ("platform", platform.platform()), ("device", device), ("CPU cores", str(os.cpu_count()))]
+            ("platform", platform.platform()), ("device", device), ("CPU cores", str(os.cpu_count())),
+            ("CPU", cpu), ("CPU numerics (this record)", pins), *_job_facts(list(train), list(metrics))]
     return "| component | version |\n| :--- | :--- |\n" + "".join(f"| {k} | {v} |\n" for k, v in rows)
+
+
+def _best_capability() -> str:
+    """The widest ATen kernel set this CPU supports (what ``ATEN_CPU_CAPABILITY`` unset would use),
+    from the CPU flags: AVX512 needs avx512f/vl/bw/dq, AVX2 needs avx2 and fma (as ATen's dispatch)."""
+    from pathlib import Path
+
+    try:
+        line = next((x for x in Path("/proc/cpuinfo").read_text().splitlines() if x.startswith("flags")), "")
+    except OSError:
+        return "unknown"
+    flags = set(line.partition(":")[2].split())
+    if {"avx512f", "avx512vl", "avx512bw", "avx512dq"} <= flags:
+        return "AVX512" + (" with bf16 units" if "avx512_bf16" in flags or "amx_bf16" in flags else "")
+    return "AVX2" if {"avx2", "fma"} <= flags else "DEFAULT"

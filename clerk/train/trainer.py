@@ -132,7 +132,7 @@ def _snapshot_callback(every: int, snapshot_dir: Path, examples_per_step: int):
             if every and state.global_step % every == 0:
                 path = snapshot_dir / f"step-{state.global_step:05d}"
                 model.save_pretrained(path)
-                _sort_target_modules(path)
+                _sort_set_fields(path, model)
                 (path / "README.md").unlink(missing_ok=True)
                 (path / "snapshot.json").write_text(json.dumps(
                     {"step": state.global_step, "examples_seen": state.global_step * examples_per_step}) + "\n")
@@ -324,20 +324,28 @@ def _train(trainer, resume_path: Path | None, resume_step: int | None, evaluate:
     return metrics
 
 
-def _sort_target_modules(adapter_dir: Path) -> None:
-    """PEFT writes ``target_modules`` from a set, so its order varies with the process's hash seed:
-    sort it, so that an adapter directory's bytes are a function of the training run."""
-    path = adapter_dir / "adapter_config.json"
-    config = json.loads(path.read_text())
-    if isinstance(config.get("target_modules"), list):
-        config["target_modules"] = sorted(config["target_modules"])
-        path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+def _sort_set_fields(out: Path, trained) -> None:
+    """Rewrite ``adapter_config.json`` with its set-valued fields (``target_modules``) sorted.
+
+    PEFT writes a set as a list in set order, which follows string hashing and so differs between
+    processes (["v_proj", "q_proj"] in one run, ["q_proj", "v_proj"] in the next): sorted, the
+    file, and the adapter directory's digest, are the same bytes on every run.
+    """
+    path = out / "adapter_config.json"
+    config = trained.peft_config.get("default") if hasattr(trained, "peft_config") else None
+    if config is None or not path.is_file():
+        return
+    data = json.loads(path.read_text(encoding="utf-8"))
+    for name, value in vars(config).items():
+        if isinstance(value, set) and name in data:
+            data[name] = sorted(value)
+    path.write_text(json.dumps(data, indent=2, sort_keys=True), encoding="utf-8")  # PEFT's own layout
 
 
 def _save(out: Path, trained, metrics: dict[str, Any], record: dict[str, Any]) -> None:
     """Adapter (safetensors), ``metrics.json``, then ``train_config.json`` (the sidecar goes last)."""
     trained.save_pretrained(out)
-    _sort_target_modules(out)
+    _sort_set_fields(out, trained)
     (out / "README.md").unlink(missing_ok=True)  # PEFT's model-card stub, not ours
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2) + "\n")
     (out / "train_config.json").write_text(json.dumps(record, indent=2) + "\n")
@@ -348,7 +356,9 @@ def _run_record(cfg: TrainConfig, trainer, device: str, bf16: bool, loss_head: s
     """The ``train_config.json`` record: resolved config, device, precision, sizes, versions."""
     import torch
 
+    from clerk.models.device import numerics_record
     from clerk.models.materialize import _versions
+    from clerk.provenance.manifest import code_version
 
     return {
         "config": cfg.resolved(),
@@ -361,6 +371,8 @@ def _run_record(cfg: TrainConfig, trainer, device: str, bf16: bool, loss_head: s
         "trainable_params": sum(p.numel() for p in trainer.model.parameters() if p.requires_grad),
         "base_model_source": _read_json(model_dir / "source.json"),
         "versions": _versions(),
+        "numerics": numerics_record(),  # the CPU kernel pins in force (benchmarks/rerun-sources.md)
+        "code": code_version(),  # clerk version and git commit that trained this adapter
     }
 
 

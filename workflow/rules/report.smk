@@ -285,8 +285,15 @@ rule locomo_status:
 
 
 rule environment:
+    # The record of the run: it takes the model jobs' outputs as inputs, so it is rewritten in the
+    # run that (re)made them, at the commit that made them, and reads their own records (commit,
+    # numerics pins, precision). A commit that changes no job's inputs reruns nothing here.
     input:
-        code=code("report", "provenance"),
+        train=expand("results/train/{seed}", seed=SEEDS),
+        metrics=expand(
+            "results/eval/{seed}/{split}/metrics.json", seed=SEEDS, split=EVAL_SPLITS
+        ),
+        code=code("report", "provenance", "models"),
     output:
         md="results/environment.md",
     log:
@@ -298,7 +305,8 @@ rule environment:
     resources:
         **rule_resources("environment"),
     shell:
-        "clerk environment --out {output.md} > {log} 2>&1"
+        "clerk environment --train {input.train} --metrics {input.metrics}"
+        " --out {output.md} > {log} 2>&1"
 
 
 rule rulegraph:
