@@ -333,20 +333,21 @@ def _take(text: str, stop: str) -> tuple[str, str]:
 def serialize(ledger: Ledger) -> str:
     """Compact exact text form for prompts (SPEC §1): what the policy reads.
 
-    Line 1 lists the free slots: ``free <count>: <indices>``. Line 2, when any slot is occupied,
-    names the subject of the first slot (``subject: Ari``). Then one line per occupied slot, in
-    the eviction oracle's order (:func:`salience_key`, least salient first), with every field:
-    ``<i> u<uses> t<t> b<born>[ x] <p>=<o>[ <<prev>]`` (`` x`` = tombstoned). A slot of another
-    subject writes ``@<s> `` before its predicate. Strings are raw when that is unambiguous and
-    JSON strings otherwise, so ``deserialize(serialize(L)) == L`` for every ledger.
+    When any slot is occupied, line 1 names the subject of the least salient slot
+    (``subject: Ari``), then one line per occupied slot in the eviction oracle's order
+    (:func:`salience_key`, least salient first) with every field:
+    ``<i> u<uses> t<t> b<born>[ x] <p>=<o>[ <<prev>]`` (`` x`` = tombstoned); a slot of another
+    subject writes ``@<s> `` before its predicate. The last line lists the free slots,
+    ``free <count>: <indices>`` (last: next to what the policy reads and writes after it).
+    Strings are raw when that is unambiguous and JSON strings otherwise, so
+    ``deserialize(serialize(L)) == L`` for every ledger.
 
     >>> print(serialize([{"i": 0, "s": "Ari", "p": "job", "o": "chef", "prev": "nurse", "v": 1, "born": 0, "t": 2, "uses": 1}, {"i": 1}]))
-    free 1: 1
     subject: Ari
     0 u1 t2 b0 job=chef <nurse
+    free 1: 1
     """
-    free = [slot["i"] for slot in ledger if is_free(slot)]
-    lines = [f"{_FREE} {len(free)}:" + "".join(f" {i}" for i in free)]
+    lines = []
     slots = sorted(occupied(ledger), key=salience_key)
     if slots:
         subject = slots[0]["s"]
@@ -357,6 +358,8 @@ def serialize(ledger: Ledger) -> str:
             prev = "" if slot["prev"] is None else f" <{_field(slot['prev'])}"
             lines.append(f"{slot['i']} u{slot['uses']} t{slot['t']} b{slot['born']}{mark} "
                          f"{who}{_field(slot['p'], key=True)}={_field(slot['o'])}{prev}")
+    free = [slot["i"] for slot in ledger if is_free(slot)]
+    lines.append(f"{_FREE} {len(free)}:" + "".join(f" {i}" for i in free))
     return "\n".join(lines)
 
 
@@ -387,20 +390,20 @@ def _parse_slot(line: str, subject: str) -> Slot:
 def deserialize(text: str) -> Ledger:
     """Inverse of :func:`serialize`. Raises ValueError on malformed text."""
     lines = text.split("\n")
-    head = re.match(rf"^{_FREE} (\d+):((?: \d+)*)$", lines[0])
+    head = re.match(rf"^{_FREE} (\d+):((?: \d+)*)$", lines[-1])
     if head is None:
-        raise ValueError(f"line 0: expected 'free <count>: <indices>', got {lines[0]!r}")
+        raise ValueError(f"last line: expected 'free <count>: <indices>', got {lines[-1]!r}")
     free = [int(x) for x in head.group(2).split()]
     if int(head.group(1)) != len(free):
-        raise ValueError(f"line 0: the count {head.group(1)} does not match {len(free)} listed free slots")
+        raise ValueError(f"last line: the count {head.group(1)} does not match {len(free)} listed free slots")
     slots: list[Slot] = [{"i": i} for i in free]
     if len(lines) > 1:
-        if not lines[1].startswith("subject: "):
-            raise ValueError(f"line 1: expected 'subject: <name>', got {lines[1]!r}")
-        subject = lines[1][len("subject: "):]
+        if not lines[0].startswith("subject: "):
+            raise ValueError(f"line 0: expected 'subject: <name>', got {lines[0]!r}")
+        subject = lines[0][len("subject: "):]
         if subject.startswith('"'):
             subject = json.loads(subject)
-        slots += [_parse_slot(line, subject) for line in lines[2:]]
+        slots += [_parse_slot(line, subject) for line in lines[1:-1]]
     ledger = sorted(slots, key=lambda slot: slot["i"])
     validate_ledger(ledger)
     return ledger

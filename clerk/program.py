@@ -136,9 +136,12 @@ def program_grammar(ledger: L.Ledger, subject: str, predicates: Iterable[str] | 
 
     UPDATE and EVICT may name only keys present in the ledger, TOMBSTONE only active ones, ADD
     only keys absent from it (from ``predicates`` when given: the catalogue's keys; else any
-    snake_case key). Values are one line of at most :data:`MAX_VALUE_CHARS` characters. Which
-    ops to emit, in which order, and which slot to evict stay the model's choice; a program can
-    still be invalid (e.g. an ADD into a full ledger).
+    snake_case key). Values are one line of at most :data:`MAX_VALUE_CHARS` characters. The
+    grammar also counts free slots: nonterminal ``p<f>`` is a program that may use ``f`` free
+    slots, so an ADD is only possible while one is free and an EVICT (of a slot the writer picks)
+    frees one. Which facts to write, and which slot to evict to make room, stay the writer's
+    choice. (Keys are those of the ledger *before* the program: a key evicted earlier in the same
+    program is still offered, so a program can still hold an invalid op.)
     """
     held = sorted(slot["p"] for slot in L.occupied(ledger) if slot["s"] == subject)
     active = sorted(slot["p"] for slot in L.occupied(ledger) if slot["s"] == subject and slot["v"] == 1)
@@ -153,8 +156,15 @@ def program_grammar(ledger: L.Ledger, subject: str, predicates: Iterable[str] | 
         "tombstone": f'"TOMBSTONE " ({_alternatives(active)})' if active else None,
         "evict": f'"EVICT " ({_alternatives(held)})' if held else None,
     }
-    available = [name for name, body in forms.items() if body]
-    rules = ['start: (line "\\n")* line?', f"line: {' | '.join(available)}"]
-    rules += [f"{name}: {forms[name]}" for name in available]
+    budget, free = len(ledger), sum(1 for slot in ledger if L.is_free(slot))
+    rules = [f"start: p{free}?"]
+    for f in range(budget + 1):
+        steps = [f'{name} ("\\n" p{f})?' for name in ("update", "tombstone") if forms[name]]
+        if forms["add"] and f > 0:
+            steps.append(f'add ("\\n" p{f - 1})?')
+        if forms["evict"] and f < budget:
+            steps.append(f'evict ("\\n" p{f + 1})?')
+        rules.append(f"p{f}: {' | '.join(steps)}" if steps else f'p{f}: "\\u0000"')
+    rules += [f"{name}: {body}" for name, body in forms.items() if body]
     rules.append(f"value: /[^\\n ]([^\\n]{{0,{MAX_VALUE_CHARS - 2}}}[^\\n ])?/")
     return "\n".join(rules) + "\n"

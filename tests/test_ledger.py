@@ -417,25 +417,26 @@ class TestSerialize:
         that would be ambiguous raw are JSON strings."""
         ledger = [occ(0, o='a|"b"\nc', prev="\u2028", uses=1), occ(1, p="city", o="Oslo", prev="Porto"), {"i": 2}]
         assert serialize(ledger) == (
-            "free 1: 2\nsubject: Ari\n1 u0 t0 b0 city=Oslo <Porto\n"
-            '0 u1 t0 b0 job="a|\\"b\\"\\nc" <"\u2028"'  # JSON escapes newlines; U+2028 stays raw
+            "subject: Ari\n1 u0 t0 b0 city=Oslo <Porto\n"
+            '0 u1 t0 b0 job="a|\\"b\\"\\nc" <"\u2028"\n'  # JSON escapes newlines; U+2028 stays raw
+            "free 1: 2"
         )
         assert deserialize(serialize(ledger)) == ledger
 
     def test_other_subject_and_tombstone(self):
         """A slot of another subject names it; a tombstoned slot carries `` x``."""
         ledger = [occ(0), {**occ(1, p="pet", o="cat"), "s": "Bo", "v": 0}]
-        assert serialize(ledger).split("\n")[2:] == ["0 u0 t0 b0 job=chef", '1 u0 t0 b0 x @"Bo" pet=cat']
+        assert serialize(ledger).split("\n")[1:3] == ["0 u0 t0 b0 job=chef", '1 u0 t0 b0 x @"Bo" pet=cat']
         assert deserialize(serialize(ledger)) == ledger
 
     @pytest.mark.parametrize(
         ("text", "message"),
         [
-            ("[0,1]", "line 0: expected 'free <count>: <indices>', got '[0,1]'"),
-            ("free 2: 0", "line 0: the count 2 does not match 1 listed free slots"),
+            ("[0,1]", "last line: expected 'free <count>: <indices>', got '[0,1]'"),
+            ("free 2: 0", "last line: the count 2 does not match 1 listed free slots"),
             ("free 1: 1", "slot 0 must be a dict with i=0, got {'i': 1}"),
-            ("free 0:\nwho: Ari", "line 1: expected 'subject: <name>', got 'who: Ari'"),
-            ("free 0:\nsubject: Ari\n0 u0 t0 job=chef", "not a slot line: '0 u0 t0 job=chef'"),
+            ("who: Ari\nfree 0:", "line 0: expected 'subject: <name>', got 'who: Ari'"),
+            ("subject: Ari\n0 u0 t0 job=chef\nfree 0:", "not a slot line: '0 u0 t0 job=chef'"),
         ],
     )
     def test_malformed_text(self, text, message):
