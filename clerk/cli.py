@@ -25,6 +25,7 @@ _MODULES = (
     "clerk.models.cli",
     "clerk.train.cli",
     "clerk.evaluate.cli",
+    "clerk.evaluate.erasure",
     "clerk.scoring.bench",
     "clerk.locomo.cli",
     "clerk.report.cli",
