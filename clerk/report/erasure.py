@@ -84,7 +84,8 @@ def erasure_tables(paths: list[str]):
         metrics = read_json(path, "--metrics")
         rows += erasure_rows(metrics, path)
         config = metrics.get("config") or {}
-        order += [s for s in [*config.get("systems", []), *config.get("ignore_forget", [])] if s not in order]
+        for name in [*config.get("systems", []), *config.get("ignore_forget", [])]:
+            order += [] if name in order else [name]
     per_seed = pd.DataFrame(rows, columns=[*ERASURE_KEYS, "seed", *ERASURE_METRICS])
     agg = aggregate_frame(per_seed, ["system", "mode"], list(ERASURE_METRICS))
     # forget_action, reader and is_ledger are constant per (system, mode): one value per group.
