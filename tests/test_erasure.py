@@ -16,6 +16,7 @@ import yaml
 import clerk.evaluate.erasure as erasure_module
 import clerk.generator.forgets as forgets_module
 import clerk.memory.forgetting as forgetting_module
+import clerk.report.erasure as report_erasure_module
 from clerk import cli
 from clerk import ledger as L
 from clerk.errors import UserError
@@ -66,7 +67,7 @@ def _forgets(tl: dict) -> list[tuple[int, dict]]:
 
 def test_doctests():
     """The >>> examples of the erasure modules hold."""
-    for module in (forgets_module, forgetting_module, erasure_module):
+    for module in (forgets_module, forgetting_module, erasure_module, report_erasure_module):
         assert doctest.testmod(module).failed == 0
 
 

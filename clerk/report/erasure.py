@@ -26,10 +26,11 @@ ERASURE_METRICS = ("leak_rate", "leak_rate_substring", "accuracy_forgotten", "fo
 _INPUT_METRICS = ("n_personas", "n_sessions", "n_forget_requests")
 #: Group columns (``forget_action`` and ``reader`` are constant per system and mode).
 ERASURE_KEYS = ("system", "mode", "forget_action", "reader", "is_ledger")
-#: Markdown columns: (metric, header, format).
+#: Markdown columns of rates, mean ± half-interval: (metric, header, format).
 ERASURE_COLUMNS = (("leak_rate", "leak rate", ".3f"), ("accuracy_forgotten", "accuracy, forgotten facts", ".3f"),
-                   ("forgotten_value_rate", "answered a forgotten value", ".3f"),
-                   ("n_views", "views / seed", ".1f"), ("n_forgotten", "questions / seed", ".1f"))
+                   ("forgotten_value_rate", "answered a forgotten value", ".3f"))
+#: Markdown columns of counts, summed over the seeds: (metric, header).
+COUNT_COLUMNS = (("n_views", "views checked"), ("n_forgotten", "forgotten-fact questions"))
 #: How the table names what a system did with the forget requests.
 ACTION_LABELS = {"free-slot": "slot freed", "redact": "values redacted", "nothing": "nothing stored",
                  "ignored": "request ignored"}
@@ -97,16 +98,28 @@ def erasure_tables(paths: list[str]):
     return per_seed, agg, order
 
 
+def _total(row: dict, col: str) -> str:
+    """A per-seed count summed over the seeds that have it (mean x n), as an integer.
+
+    >>> _total({"n_views_mean": 9.5, "n_views_n": 2}, "n_views")
+    '19'
+    """
+    mean, n = float(row[f"{col}_mean"]), int(row[f"{col}_n"])
+    return "n/a" if math.isnan(mean) else str(round(mean * n))
+
+
 def erasure_markdown(agg, order: list[str]) -> str:
     """The paper's table 5: per system and mode, what forget did, the reader, the leak rate, accuracy
-    on forgotten facts and how often a forgotten value was answered (mean ± half-interval), and n."""
+    on forgotten facts and how often a forgotten value was answered (mean ± half-interval), and the
+    views and questions they are computed over (summed over the seeds)."""
     records = agg.to_dict("records")
     rank = {s: k for k, s in enumerate(ordered([r["system"] for r in records], order))}
     records.sort(key=lambda r: (MODE_ORDER.index(r["mode"]) if r["mode"] in MODE_ORDER else len(MODE_ORDER),
                                 rank[r["system"]]))
-    header = ["system", "on forget", "reader", *(h for _, h, _ in ERASURE_COLUMNS)]
+    header = ["system", "on forget", "reader", *(h for _, h, _ in ERASURE_COLUMNS), *(h for _, h in COUNT_COLUMNS)]
     rows = [[r["system"], ACTION_LABELS.get(r["forget_action"], r["forget_action"]),
-             READER_LABELS.get(r["reader"], r["reader"]), *(mean_pm(r, m, f) for m, _, f in ERASURE_COLUMNS)]
+             READER_LABELS.get(r["reader"], r["reader"]), *(mean_pm(r, m, f) for m, _, f in ERASURE_COLUMNS),
+             *(_total(r, m) for m, _ in COUNT_COLUMNS)]
             for r in records]
-    align = [":---"] * 3 + ["---:"] * len(ERASURE_COLUMNS)
+    align = [":---"] * 3 + ["---:"] * (len(ERASURE_COLUMNS) + len(COUNT_COLUMNS))
     return markdown_table(header, rows, align) + seed_note(agg)

@@ -222,7 +222,9 @@ def get_final_output():
     targets += expand("results/readcost/{seed}.csv", seed=SEEDS)
     targets += expand("results/erasure/{seed}/metrics.json", seed=SEEDS)
     # The report stage (workflow/rules/report.smk): tables, figures, numbers, paper, provenance.
-    targets += expand("results/{table}.csv", table=["table1", "table3", "table4", "table5"])
+    targets += expand(
+        "results/{table}.csv", table=["table1", "table3", "table4", "table5"]
+    )
     targets += ["results/read_cost.csv", "results/setup.json", "results/benchmarks.csv"]
     targets += expand(
         "results/figures/{figure}.{ext}", figure=FIGURES, ext=["pdf", "png"]

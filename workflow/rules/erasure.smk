@@ -27,7 +27,9 @@ rule erasure:
         timelines="results/data/{seed}/forget.jsonl",
         model=MODEL_DIR,
         adapter="results/train/{seed}",
-        code=code("evaluate", "metrics", "scoring", "models", "prompts", "generator", "store"),
+        code=code(
+            "evaluate", "metrics", "scoring", "models", "prompts", "generator", "store"
+        ),
         systems=get_memory_code,
     output:
         metrics="results/erasure/{seed}/metrics.json",
