@@ -29,6 +29,7 @@ _MODULES = (
     "clerk.train.cli",
     "clerk.train.curve",
     "clerk.evaluate.cli",
+    "clerk.evaluate.erasure",
     "clerk.scoring.bench",
     "clerk.locomo.cli",
     "clerk.report.cli",

@@ -124,6 +124,10 @@ def _cross_checks(config: dict[str, Any]) -> list[str]:
         value, values = get("streams", one), get("streams", grid)
         if isinstance(value, int) and isinstance(values, list) and value not in values:
             problems.append(f"config.streams.{one}: {value!r} is not one of config.streams.{grid} {values} ({why})")
+    forgets, sessions = get("erasure", "forgets"), get("erasure", "sessions")
+    if isinstance(forgets, int) and isinstance(sessions, int) and forgets > sessions - 1:
+        problems.append(f"config.erasure.forgets: {forgets} is more than config.erasure.sessions - 1 = "
+                        f"{sessions - 1} (one forget request per session >= 1)")
     model = get("model") or {}
     if model.get("kind") == "scratch":
         hidden, heads = model.get("hidden"), model.get("heads")

@@ -427,6 +427,37 @@ def _smk_constant(name: str):
     return eval(match.group(1), {})  # a literal list/dict of strings
 
 
+def write_erasure_metrics(root: Path, seed: int) -> str:
+    """A ``clerk erasure`` metrics.json of one seed (the default profile's systems and modes),
+    following ``clerk.evaluate.erasure.SCHEMAS`` and validated against it."""
+    from clerk.evaluate.erasure import ERASURE_SCHEMA_ID, SCHEMAS as ERASURE_SCHEMAS
+
+    cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["erasure"]
+    keys = [(s, "forget") for s in cfg["systems"]] + [(s, "ignore") for s in cfg["ignore_forget"]]
+    rows = []
+    for name, mode in keys:
+        ledger = name in ("clerk", "oracle", "prompted-ledger")
+        rows.append({"system": name, "mode": mode, "version": "1", "is_ledger": ledger,
+                     "forget_action": "ignored" if mode == "ignore" else ("free-slot" if ledger else "redact"),
+                     "reader": {"method": "mc", "model": "adapter" if ledger else "base"},
+                     "n_views": 40, "n_leaks": 20 if mode == "ignore" else 0,
+                     "leak_rate": 0.5 if mode == "ignore" else 0.0, "leak_rate_substring": 0.5 if mode == "ignore" else 0.0,
+                     "n_forgotten": 10, "accuracy_forgotten": 0.6, "forgotten_value_rate": 0.1 if mode == "ignore" else 0.0,
+                     "wall_seconds": 1.0})
+    metrics = {"schema": ERASURE_SCHEMA_ID,
+               "input": {"path": f"results/data/{seed}/forget.jsonl", "sha256": "0" * 64, "n_personas": 6,
+                         "splits": ["test"], "seeds": [seed], "n_sessions": 8, "n_forget_requests": 12},
+               "config": {"systems": cfg["systems"], "ignore_forget": cfg["ignore_forget"]},
+               "versions": {"clerk": "0"}, "rows": rows, "wall_seconds": 2.0}
+    validate_record("metrics", metrics, ERASURE_SCHEMAS)
+    for row in rows:
+        validate_record("metrics.row", row, ERASURE_SCHEMAS)
+    path = root / "results" / "erasure" / str(seed) / "metrics.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(metrics))
+    return str(path)
+
+
 @pytest.fixture(scope="module")
 def results_world(tmp_path_factory, eviction_csvs) -> Path:
     """A workdir holding every file paper/numbers.yaml reads, built by this module's verbs."""
@@ -442,6 +473,8 @@ def results_world(tmp_path_factory, eviction_csvs) -> Path:
     main(["table-benchmarks", "--tsv", *write_benchmarks(root), "--root", str(root / "benchmarks" / "runs"),
           "--out", str(res / "benchmarks.csv")])
     main(["table-setup", *(a for k, v in files.items() for a in (f"--{k}", *v)), "--out", str(res / "setup.json")])
+    main(["table-erasure", "--metrics", *(write_erasure_metrics(root, seed) for seed in (137, 991)),
+          "--out", str(res / "table5.csv")])
     return root
 
 
@@ -478,6 +511,7 @@ class TestTemplate:
         assert nums["setup.n_seeds"]["text"] == "2" and nums["setup.chance"]["text"] == "10%"
         assert nums["t4.salience.capacity"]["text"] == "8" and nums["rc.full.session"]["text"] == "3"
         assert nums["t1.full.op_f1_mean"]["text"] == "n/a"  # not a ledger system
+        assert nums["t5.full.ignore.leak_rate_mean"]["text"] == "0.500" and nums["t5.clerk.forget.n_seeds"]["text"] == "2"
         includes = {name: f"<{name}>" for name in [*_smk_constant("PAPER_INCLUDES"), "locomo"]}
         paper = render_paper(TEMPLATE.read_text(), numbers, includes)
         assert "{{" not in paper and "<table1>" in paper

@@ -19,7 +19,7 @@ from workflow_kit import ROOT, SMOKE, run_snakemake
 
 # Rules whose outputs must be byte-identical when re-run on the same inputs.
 REPORT_RULES = [
-    "table_systems", "table_eviction", "table_read_cost", "table_setup", "figure_read_cost",
+    "table_systems", "table_eviction", "table_erasure", "table_read_cost", "table_setup", "figure_read_cost",
     "figure_accuracy", "figure_eviction", "figure_loss", "figure_state_f1", "numbers", "paper",
 ]
 _snakemake = run_snakemake

@@ -5,6 +5,7 @@ Modules: :mod:`~clerk.evaluate.runner` (replay timelines through memory systems,
 result files) · :mod:`~clerk.evaluate.schemas` (record formats, validated on write) ·
 :mod:`~clerk.evaluate.summary` (per-write and per-system metrics) ·
 :mod:`~clerk.evaluate.read_cost` (read tokens per view, tokenizer only) ·
+:mod:`~clerk.evaluate.erasure` (the erasure study, ``clerk erasure``) ·
 :mod:`~clerk.evaluate.cli` (the verbs).
 
     clerk evaluate --timelines results/data/test_137.jsonl --model resources/models/smollm2-135m \\

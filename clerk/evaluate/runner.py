@@ -89,6 +89,7 @@ def replay(
     answer: Callable[..., None],
     wrote: Callable[..., None] | None = None,
     progress: bool = True,
+    prepare: Callable[..., Any] | None = None,
 ) -> dict[str, float]:
     """Drive every system through every persona's sessions in order; returns wall seconds per system.
 
@@ -100,6 +101,9 @@ def replay(
             ``on_questions``.
         wrote: ``wrote(name, system, timeline, session, state_before, result)`` after each write.
         progress: show a tqdm bar on stderr.
+        prepare: ``prepare(name, system, timeline, session, state) -> state`` before each
+            persona-session's questions, with or without questions (the erasure study delivers
+            forget requests here, :mod:`clerk.evaluate.erasure`).
 
     Returns:
         Wall seconds spent per system (reading + writing).
@@ -116,6 +120,8 @@ def replay(
             for j in active:
                 tl, session = timelines[j], timelines[j]["sessions"][index]
                 assert session["index"] == index, f"{tl['name']}: session {index} has index {session['index']}"
+                if prepare is not None:
+                    states[name][j] = prepare(name, system, tl, session, states[name][j])
                 questions = session.get("questions") or []
                 if not questions:
                     continue
@@ -249,6 +255,9 @@ def run_evaluate(args: Any, registry: Registry = MEMORY_REGISTRY) -> None:
     runtime.predicates = catalogue_keys(args.phrasings)
     make_systems(args.systems, runtime, registry)  # fail on bad names before loading anything
     timelines = load_timelines_file(args.timelines)
+    if any(session.get("forget") for tl in timelines for session in tl["sessions"]):
+        raise UserError(f"--timelines {args.timelines!r} holds forget requests, which clerk evaluate does not "
+                        "deliver; replay it with clerk erasure")
     predictions, ledger_rows, summary = evaluate(timelines, args.systems, runtime, registry, progress=not args.quiet)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -13,6 +13,7 @@ Modules, in dependency order:
 * :mod:`clerk.generator.catalogue`: loading and validating a phrasings file (phrasings are data,
   in ``clerk/phrasing/``).
 * :mod:`clerk.generator.config`: :class:`~clerk.generator.config.GeneratorConfig`, the knobs of a run.
+* :mod:`clerk.generator.forgets`: forget requests for the erasure study (``--forgets K``).
 * :mod:`clerk.generator.gold`: the gold edit program of a session's events.
 * :mod:`clerk.generator.questions`: the rule reader, the questions a session asks and their options.
 * :mod:`clerk.generator.timelines`: one persona's sessions and the run (``generate``).

@@ -17,7 +17,7 @@ from clerk.generator.timelines import generate_from_config
 def main(args: Any) -> None:
     """``clerk generate``: write timelines to ``args.out`` and print their stats to stderr."""
     cfg = GeneratorConfig(seed=args.seed, split=args.split, personas=args.personas, sessions=args.sessions,
-                          budget=args.budget, n_init=args.init_facts)
+                          budget=args.budget, n_init=args.init_facts, forgets=args.forgets)
     timelines = generate_from_config(cfg, args.phrasings)
     write_timelines(args.out, timelines)
     print(json.dumps(timeline_stats(timelines), indent=1), file=sys.stderr)
@@ -42,6 +42,9 @@ def register_cli(sub: Any) -> None:
     p.add_argument("--budget", type=int, default=12, help="ledger slots B, >= 1 (default: 12)")
     p.add_argument("--init-facts", type=int, default=4, dest="init_facts",
                    help="facts stated in session 0 (default: 4)")
+    p.add_argument("--forgets", type=int, default=0, metavar="K",
+                   help="forget requests per persona at distinct seeded sessions >= 1, for the erasure study "
+                   "(clerk.generator.forgets); 0 = none, output unchanged (default: 0)")
     p.add_argument("--phrasings", default=None, metavar="FILE",
                    help="YAML phrasings file replacing the built-in catalogue (schema: clerk/phrasing/catalogue.yaml)")
     # where to write

@@ -29,6 +29,10 @@ class GeneratorConfig:
         n_init: facts stated in session 0.
         adds / updates / tombstones / questions / chatter: per-session count ranges
             (sessions >= 1; chatter applies to every session).
+        forgets: forget requests per persona (the erasure study, SPEC §9), at most one per
+            session, at distinct seeded sessions >= 1 (so at most ``sessions - 1``); 0 = none,
+            and then the output is byte-identical to a run without the option
+            (:mod:`clerk.generator.forgets`).
     """
 
     seed: int
@@ -42,6 +46,7 @@ class GeneratorConfig:
     tombstones: tuple[int, int] = (0, 1)
     questions: tuple[int, int] = (1, 3)
     chatter: tuple[int, int] = (1, 2)
+    forgets: int = 0
 
     def __post_init__(self) -> None:
         if self.split not in SPLITS:
@@ -54,6 +59,9 @@ class GeneratorConfig:
             if type(value) is not int or (low is not None and value < low):
                 expected = "an int" if low is None else f"an int >= {low}"
                 raise UserError(f"{name} must be {expected}, got {value!r}")
+        if type(self.forgets) is not int or not 0 <= self.forgets <= self.sessions - 1:
+            raise UserError(f"forgets must be an int from 0 to sessions - 1 = {self.sessions - 1} "
+                            f"(one forget per session >= 1), got {self.forgets!r}")
         for name in ("adds", "updates", "tombstones", "questions", "chatter"):
             low, high = getattr(self, name)
             if not 0 <= low <= high:

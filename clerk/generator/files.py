@@ -57,7 +57,8 @@ def timeline_stats(timelines: list[dict[str, Any]]) -> dict[str, Any]:
         A dict: ``personas``, ``sessions``, ``share_personas_with_evict``, ``facts_updated_more_than_once``
         (persona-predicate pairs with >= 2 UPDATE events), ``share_personas_with_multi_update``,
         ``events`` / ``gold_ops`` / ``questions`` counts by kind or type, ``updates_readded``
-        (UPDATE events that became ADD after eviction), ``tombstones_dropped``, ``max_occupied``.
+        (UPDATE events that became ADD after eviction), ``tombstones_dropped``, ``max_occupied``;
+        on forget splits (:mod:`clerk.generator.forgets`) also ``forget_requests``.
     """
     events: Counter = Counter({kind: 0 for kind in EVENT_KINDS})
     ops: Counter = Counter({kind: 0 for kind in L.OP_KINDS})
@@ -83,6 +84,8 @@ def timeline_stats(timelines: list[dict[str, Any]]) -> dict[str, Any]:
         with_evict += evicted
         with_multi += n_multi > 0
     n = max(len(timelines), 1)
+    forgets = [r for tl in timelines for session in tl["sessions"] for r in session.get("forget", [])]
+    extra = {"forget_requests": len(forgets)} if any("forget" in s for tl in timelines for s in tl["sessions"]) else {}
     return {
         "personas": len(timelines),
         "sessions": n_sessions,
@@ -95,4 +98,5 @@ def timeline_stats(timelines: list[dict[str, Any]]) -> dict[str, Any]:
         "updates_readded": readded,
         "tombstones_dropped": dropped,
         "max_occupied": max_occ,
+        **extra,
     }

@@ -15,6 +15,8 @@ consolidation and never about a predicate the session's events touch.
 * Options: the gold answer, both fixed phrases, the stale values (older values, or the current
   value for a temporal question), then other values of the predicate's pool, then other
   predicates' values if the pool is too small; all distinct, seeded shuffle.
+* Forget splits add the type ``forgotten`` (gold: the unknown phrase; the forgotten values are
+  the stale distractors), drawn after the five SPEC types (:mod:`clerk.generator.forgets`).
 
     python -m pytest tests/test_generator.py -q -k "question or option or reference"
 """
@@ -28,6 +30,7 @@ from clerk import ledger as L
 from clerk import prompts
 from clerk.generator.catalogue import N_OPTIONS, Catalogue, Predicate
 from clerk.generator.config import GeneratorConfig
+from clerk.generator.forgets import FORGOTTEN
 
 if TYPE_CHECKING:  # timelines imports this module; facts are only read here
     from clerk.generator.timelines import Fact
@@ -87,15 +90,16 @@ def stale_answers(timeline: dict[str, Any], index: int, question: dict[str, Any]
 
 
 def _eligible(cat: Catalogue, facts: dict[str, Fact], ledger: L.Ledger, subject: str,
-              touched: list[str]) -> dict[str, list[str]]:
-    """Predicates each question type may ask about, in catalogue order (SPEC §2 table)."""
-    out: dict[str, list[str]] = {qtype: [] for qtype in QUESTION_TYPES}
+              touched: list[str], forgotten: dict[str, list[str]]) -> dict[str, list[str]]:
+    """Predicates each question type may ask about, in catalogue order (SPEC §2 table; the
+    ``forgotten`` type of :mod:`clerk.generator.forgets` for forgotten, not restated predicates)."""
+    out: dict[str, list[str]] = {qtype: [] for qtype in (*QUESTION_TYPES, FORGOTTEN)}
     for pred in cat.predicates:
         if pred.key in touched:
             continue
         fact = facts.get(pred.key)
         if fact is None:
-            out["unknown"].append(pred.key)
+            out[FORGOTTEN if pred.key in forgotten else "unknown"].append(pred.key)
             continue
         i = L.find(ledger, subject, pred.key)
         if i is None:  # evicted (or its TOMBSTONE was dropped after eviction): never asked
@@ -132,18 +136,30 @@ def _options(rng: random.Random, cat: Catalogue, pred: Predicate, answer: str,
 
 
 def ask_questions(rng: random.Random, cfg: GeneratorConfig, cat: Catalogue, facts: dict[str, Fact],
-         ledger: L.Ledger, subject: str, touched: list[str]) -> tuple[list[dict[str, Any]], L.Ledger]:
-    """Draw the session's questions; return them and the ledger with their ``uses`` recorded."""
-    eligible = _eligible(cat, facts, ledger, subject, touched)
+                  ledger: L.Ledger, subject: str, touched: list[str],
+                  forgotten: dict[str, list[str]] | None = None,
+                  probe: tuple[str, ...] = ()) -> tuple[list[dict[str, Any]], L.Ledger]:
+    """Draw the session's questions; return them and the ledger with their ``uses`` recorded.
+
+    ``forgotten``: forgotten, not restated predicates -> their values (``forgotten`` questions);
+    ``probe``: predicates forgotten at this session, asked about first (:mod:`clerk.generator.forgets`).
+    With neither, the draws are exactly those of a timeline without forgets.
+    """
+    forgotten = forgotten or {}
+    eligible = _eligible(cat, facts, ledger, subject, touched, forgotten)
     count = rng.randint(*cfg.questions)
     asked: list[str] = []
     questions = []
-    for _ in range(count):
-        types = [t for t in QUESTION_TYPES if any(k not in asked for k in eligible[t])]
-        if not types:
-            break
-        qtype = rng.choice(types)
-        key = rng.choice([k for k in eligible[qtype] if k not in asked])
+    for n in range(count):
+        if n < len(probe):
+            assert probe[n] in eligible[FORGOTTEN], (subject, probe[n])
+            qtype, key = FORGOTTEN, probe[n]
+        else:
+            types = [t for t in (*QUESTION_TYPES, FORGOTTEN) if any(k not in asked for k in eligible[t])]
+            if not types:
+                break
+            qtype = rng.choice(types)
+            key = rng.choice([k for k in eligible[qtype] if k not in asked])
         asked.append(key)
         pred, fact = cat.predicate(key), facts.get(key)
         temporal = qtype == "temporal"
@@ -151,6 +167,8 @@ def ask_questions(rng: random.Random, cfg: GeneratorConfig, cat: Catalogue, fact
         history = list(reversed(fact.history)) if fact else []  # most recent first
         if qtype == "unknown":
             truth, stale = prompts.UNKNOWN_ANSWER, []
+        elif qtype == FORGOTTEN:  # the forgotten values, most recent first, are distractors
+            truth, stale = prompts.UNKNOWN_ANSWER, list(reversed(forgotten[key]))
         elif qtype in ("current", "superseded"):
             truth, stale = fact.value, history
         elif qtype == "negated":

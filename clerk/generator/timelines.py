@@ -13,6 +13,8 @@ once), and 1-3 questions (:mod:`clerk.generator.questions`).
 * A fact is updated to a value different from its current one; it may return to an older value.
 * Persona names are drawn without replacement from the split's list; past the end of the list a
   second round appends ``-2`` (then ``-3`` ...) to keep names unique.
+* With ``forgets`` > 0, forget requests free a fact before some sessions and the session dicts
+  gain a ``forget`` key (:mod:`clerk.generator.forgets`); with 0 nothing changes.
 
 Determinism: one ``random.Random`` per run seeded with the string ``clerk.generator:{seed}:{split}``
 (string seeds are hashed with SHA-512 by ``random``, so ``PYTHONHASHSEED`` does not matter); no
@@ -32,8 +34,10 @@ from clerk import ledger as L
 from clerk.errors import UserError
 from clerk.generator.catalogue import Catalogue, load_catalogue
 from clerk.generator.config import NAME_LIST, GeneratorConfig
+from clerk.generator.forgets import draw_forget, forget_sessions, record_values
 from clerk.generator.gold import gold_program
 from clerk.generator.questions import ask_questions
+from clerk.store.scrub import free_predicate
 
 #: Kinds of the events a session states (its gold program adds EVICT ops).
 EVENT_KINDS = ("ADD", "UPDATE", "TOMBSTONE")
@@ -66,9 +70,12 @@ def _pick(rng: random.Random, pool: list[str], low_high: tuple[int, int]) -> lis
 
 
 def _plan_events(rng: random.Random, cfg: GeneratorConfig, cat: Catalogue, facts: dict[str, Fact],
-                 index: int) -> list[dict[str, Any]]:
-    """The session's events (unordered): kind, pred, value and the old value for UPDATE text."""
-    unstated = [p.key for p in cat.predicates if p.key not in facts]
+                 index: int, exclude: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """The session's events (unordered): kind, pred, value and the old value for UPDATE text.
+
+    ``exclude``: predicates the session must not state (one forgotten at this session).
+    """
+    unstated = [p.key for p in cat.predicates if p.key not in facts and p.key not in exclude]
     if index == 0:
         adds, updates, tombstones = rng.sample(unstated, min(cfg.n_init, len(unstated))), [], []
     else:
@@ -109,10 +116,25 @@ def _persona(rng: random.Random, cfg: GeneratorConfig, cat: Catalogue, name: str
     facts: dict[str, Fact] = {}  # insertion order = order first stated
     ledger = L.empty_ledger(cfg.budget)
     sessions = []
+    # Forget requests (clerk.generator.forgets; none and no RNG use when cfg.forgets == 0).
+    forget_at = forget_sessions(rng, cfg.sessions, cfg.forgets)
+    held: dict[str, list[str]] = {}  # pred -> every value it ever held, first-stated order
+    forgotten: dict[str, list[str]] = {}  # forgotten preds not stated since -> their values
     for index in range(cfg.sessions):
-        planned = _plan_events(rng, cfg, cat, facts, index)
+        # 0. an out-of-band forget, applied before the session: the fact and its slot are gone.
+        requests = []
+        if index in forget_at:
+            request = draw_forget(rng, list(facts), held)
+            if request is not None:
+                requests.append(request)
+                del facts[request["pred"]]
+                forgotten[request["pred"]] = request["values"]
+                ledger = free_predicate(ledger, request["pred"], subject=name)
+        probe = tuple(request["pred"] for request in requests)
+        planned = _plan_events(rng, cfg, cat, facts, index, exclude=probe)
         touched = [event["pred"] for event in planned]
-        questions, before = ([], ledger) if index == 0 else ask_questions(rng, cfg, cat, facts, ledger, name, touched)
+        questions, before = ([], ledger) if index == 0 else ask_questions(
+            rng, cfg, cat, facts, ledger, name, touched, forgotten, probe)
         # 1. transcript: greeting first, then events and small talk shuffled together.
         chatter = rng.sample(list(cat.chatter), min(rng.randint(*cfg.chatter), len(cat.chatter)))
         items: list[Any] = [*planned, *chatter]
@@ -128,8 +150,14 @@ def _persona(rng: random.Random, cfg: GeneratorConfig, cat: Catalogue, name: str
         program = gold_program(before, events, name, index)
         after, _ = L.reduce(before, program, now=index, strict=True)
         _apply_truth(facts, events)
-        sessions.append({"index": index, "turns": turns, "events": events, "questions": questions,
-                         "gold_ops": program, "ledger_before": before, "ledger_after": after})
+        record_values(held, events)
+        for event in events:  # stated again: no longer forgotten
+            forgotten.pop(event["pred"], None)
+        session = {"index": index, "turns": turns, "events": events, "questions": questions,
+                   "gold_ops": program, "ledger_before": before, "ledger_after": after}
+        if cfg.forgets:
+            session["forget"] = requests
+        sessions.append(session)
         ledger = after
     return {"name": name, "split": cfg.split, "seed": cfg.seed, "budget": cfg.budget, "sessions": sessions}
 
@@ -151,7 +179,8 @@ def generate_from_config(cfg: GeneratorConfig, catalogue: Catalogue | str | Path
 
 
 def generate(seed: int, split: str, personas: int | None = None, sessions: int = 8, budget: int = 12,
-             n_init: int = 4, catalogue: Catalogue | str | Path | None = None) -> list[dict[str, Any]]:
+             n_init: int = 4, catalogue: Catalogue | str | Path | None = None,
+             forgets: int = 0) -> list[dict[str, Any]]:
     """Persona timelines in the SPEC "Data formats" schema.
 
     Args:
@@ -163,6 +192,7 @@ def generate(seed: int, split: str, personas: int | None = None, sessions: int =
         budget: ledger slots B.
         n_init: facts stated in session 0.
         catalogue: a :class:`Catalogue`, a phrasings file path, or None for the split's built-in.
+        forgets: forget requests per persona (:mod:`clerk.generator.forgets`); 0 = none.
 
     Returns:
         One dict per persona; the same arguments always give equal output.
@@ -171,5 +201,5 @@ def generate(seed: int, split: str, personas: int | None = None, sessions: int =
         UserError: a bad argument or phrasings file.
     """
     cfg = GeneratorConfig(seed=seed, split=split, personas=personas, sessions=sessions, budget=budget,
-                          n_init=n_init)
+                          n_init=n_init, forgets=forgets)
     return generate_from_config(cfg, catalogue)

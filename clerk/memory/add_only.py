@@ -13,6 +13,7 @@ from __future__ import annotations
 from clerk import prompts
 from clerk.errors import UserError
 from clerk.memory.base import MemorySystem, View, WriteResult
+from clerk.memory.forgetting import redact, value_pattern
 from clerk.memory.registry import register_memory
 from clerk.memory.text import fit_newest, session_header
 
@@ -49,3 +50,10 @@ class AddOnlyMemory(MemorySystem):
             new = tuple(f"{session_header(session['index'])} {t['content']}" for t in session["turns"] if t["role"] == "user")
             results.append(WriteResult(state=state + new))
         return results
+
+    forget_action = "redact"
+
+    def forget(self, state: tuple, timeline: dict, pred: str, values: list[str]) -> tuple:
+        """Redact ``values`` from every stored statement (:mod:`clerk.memory.forgetting`)."""
+        pattern = value_pattern(values)
+        return tuple(redact(line, pattern) for line in state)

@@ -225,6 +225,9 @@ class MemorySystem(abc.ABC):
     * ``on_questions(state, timeline, session)`` (optional) does question-time bookkeeping before
       the views are built; default: nothing.
     * ``reader_model()`` names the model that scores the options: the run's one reader.
+    * ``forget(state, timeline, pred, values)`` (the erasure study, SPEC §9) erases a predicate
+      and every value it held from the memory and returns the new state; ``forget_action`` says
+      how (:mod:`clerk.memory.forgetting`).
 
     Class attributes: ``name`` (set by the registry), ``version`` (bump on any behaviour change;
     recorded in results) and ``is_ledger`` (the memory is a ledger: write metrics and the rule
@@ -261,3 +264,17 @@ class MemorySystem(abc.ABC):
     def ledger(self, state: Any) -> list:
         """The ledger held in ``state`` (ledger systems only)."""
         raise TypeError(f"memory system {self.name!r} has no ledger")
+
+    #: What :meth:`forget` does: "free-slot", "redact" or "nothing" (:data:`clerk.memory.forgetting.FORGET_ACTIONS`).
+    forget_action: ClassVar[str] = ""
+
+    def forget(self, state: Any, timeline: dict, pred: str, values: list[str]) -> Any:
+        """Erase ``pred`` of ``timeline``'s persona, and every one of ``values`` (all it ever held),
+        from ``state``; returns the new state and never mutates the input. Called out of band,
+        before the questions of the session that carries the request, so every later view is
+        built from the erased memory. A system that cannot forget keeps this default.
+
+        Raises:
+            NotImplementedError: the system has no erasure.
+        """
+        raise NotImplementedError(f"memory system {self.name!r} does not implement forget")

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 from clerk.memory.base import MemorySystem, View, WriteResult
+from clerk.memory.forgetting import scrub_session
 from clerk.memory.registry import register_memory
 from clerk.memory.text import fit_newest, session_lines
 
@@ -32,3 +33,9 @@ class FullMemory(MemorySystem):
 
     def write(self, states: list, timelines: list[dict], sessions: list[dict]) -> list[WriteResult]:
         return [WriteResult(state=state + (session,)) for state, session in zip(states, sessions)]
+
+    forget_action = "redact"
+
+    def forget(self, state: tuple, timeline: dict, pred: str, values: list[str]) -> tuple:
+        """Redact ``values`` from every remembered session's turns (:func:`~clerk.memory.forgetting.scrub_session`)."""
+        return tuple(scrub_session(session, values) for session in state)

@@ -27,6 +27,7 @@ from typing import Any
 from clerk import ledger as L
 from clerk import prompts
 from clerk.memory.base import MemorySystem, View, WriteResult
+from clerk.memory.forgetting import free_predicate
 from clerk.metrics import lenient_reduce
 
 
@@ -86,6 +87,12 @@ class LedgerSystem(MemorySystem):
         for result in results:
             result.seconds = per
         return results
+
+    forget_action = "free-slot"
+
+    def forget(self, state: list, timeline: dict, pred: str, values: list[str]) -> list:
+        """Free every slot of ``pred`` (value and ``prev`` go with it; :mod:`clerk.memory.forgetting`)."""
+        return free_predicate(state, pred)
 
 
 class ModelLedgerSystem(LedgerSystem):

@@ -23,3 +23,9 @@ class NullMemory(MemorySystem):
 
     def write(self, states: list, timelines: list[dict], sessions: list[dict]) -> list[WriteResult]:
         return [WriteResult(state=None) for _ in states]
+
+    forget_action = "nothing"
+
+    def forget(self, state: None, timeline: dict, pred: str, values: list[str]) -> None:
+        """Nothing is kept, so nothing is erased."""
+        return state

@@ -12,7 +12,8 @@ aggregated number traces back to the per-seed values it summarises. A compact Ma
 * :mod:`clerk.report.stats`: aggregation over seeds and its statistics;
 * :mod:`clerk.report.tabular`: reading result files, writing CSV and Markdown, table cells;
 * the tables: :mod:`clerk.report.systems` (tables 1 and 3), :mod:`clerk.report.eviction`
-  (table 4), :mod:`clerk.report.read_cost`, :mod:`clerk.report.benchmarks` (wall time per stage),
+  (table 4), :mod:`clerk.report.erasure` (table 5), :mod:`clerk.report.read_cost`,
+  :mod:`clerk.report.benchmarks` (wall time per stage),
   :mod:`clerk.report.setup_facts` (the setup as the result files record it);
 * :mod:`clerk.report.figures`: the paper's figures;
 * :mod:`clerk.report.paper`: rendering the paper template (and the environment and LoCoMo

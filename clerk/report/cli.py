@@ -12,6 +12,8 @@ Verbs (paths as the workflow uses them):
         --seeds-out results/table1_seeds.csv --markdown results/table1.md --markdown-cost results/table1_cost.md
     clerk table-eviction --csv results/eviction/*.csv --default-capacity 16 --default-noise 3 \\
         --out results/table4.csv --seeds-out results/table4_seeds.csv --markdown results/table4.md
+    clerk table-erasure --metrics results/erasure/*/metrics.json --out results/table5.csv \\
+        --seeds-out results/table5_seeds.csv --markdown results/table5.md
     clerk table-read-cost --csv results/readcost/*.csv --out results/read_cost.csv
     clerk table-benchmarks --tsv benchmarks/runs/*/*.tsv --out results/benchmarks.csv --markdown results/benchmarks.md
     clerk table-setup --timelines results/data/*/*.jsonl --metrics results/eval/*/*/metrics.json \\
@@ -28,6 +30,7 @@ from typing import Callable
 from clerk.errors import UserError
 from clerk.provenance.files import load_json, write_json
 from clerk.report.benchmarks import benchmarks_markdown, benchmarks_table
+from clerk.report.erasure import ERASURE_KEYS, erasure_markdown, erasure_tables
 from clerk.report.eviction import eviction_markdown, eviction_tables
 from clerk.report.figures import (
     FIGURES,
@@ -108,6 +111,14 @@ def _eviction_main(args) -> None:
         write_text(args.markdown, eviction_markdown(agg))
 
 
+def _erasure_main(args) -> None:
+    per_seed, agg, order = erasure_tables(args.metrics)
+    write_csv(agg, args.out, sort_by=["system", "mode"])
+    write_csv(per_seed, args.seeds_out or _sibling(args.out, "_seeds"), sort_by=[*ERASURE_KEYS, "seed"])
+    if args.markdown:
+        write_text(args.markdown, erasure_markdown(agg, order))
+
+
 def _read_cost_main(args) -> None:
     write_csv(read_cost_table(args.csv), args.out, sort_by=["view", "session"])
 
@@ -174,7 +185,7 @@ def _add_paper_verbs(sub) -> None:
 
 
 def _add_result_tables(sub) -> None:
-    """``table-systems``, ``table-eviction`` and ``table-read-cost``: the tables of results."""
+    """``table-systems``, ``table-eviction``, ``table-erasure`` and ``table-read-cost``: the tables of results."""
     p = sub.add_parser("table-systems", help="per-seed and seed-aggregated memory-system table (tables 1, 3)",
                        description="One row per seed x system from each metrics.json, then mean, sd (ddof=1) "
                        "and 95 % t-interval over seeds per (split, system, reader).")
@@ -197,6 +208,16 @@ def _add_result_tables(sub) -> None:
     p.add_argument("--seeds-out", default=None, help="per-seed long CSV (default: OUT with '_seeds')")
     p.add_argument("--markdown", default=None, help="Markdown table to write")
     p.set_defaults(func=_eviction_main)
+
+    p = sub.add_parser("table-erasure", help="erasure study aggregated over seeds (table 5)",
+                       description="One row per seed x system x mode from each `clerk erasure` metrics.json, then "
+                       "mean, sd (ddof=1) and 95 % t-interval over seeds per (system, mode): leak rate, accuracy "
+                       "on forgotten facts, forgotten values answered, views and questions.")
+    p.add_argument("--metrics", nargs="+", required=True, help="metrics.json files of `clerk erasure` (one per seed)")
+    p.add_argument("--out", required=True, help="aggregated CSV to write")
+    p.add_argument("--seeds-out", default=None, help="per-seed long CSV (default: OUT with '_seeds')")
+    p.add_argument("--markdown", default=None, help="Markdown table to write")
+    p.set_defaults(func=_erasure_main)
 
     p = sub.add_parser("table-read-cost", help="read tokens per question by session and view, over seeds",
                        description="Aggregate `clerk read-cost` CSVs (named <seed>.csv) per (view, session).")
@@ -252,7 +273,7 @@ def _add_figure(sub) -> None:
 
 
 def register_cli(sub) -> None:
-    """Add the verbs ``render-paper``, ``environment``, ``table-systems``, ``table-eviction``,
+    """Add the verbs ``render-paper``, ``environment``, ``table-systems``, ``table-eviction``, ``table-erasure``,
     ``table-read-cost``, ``table-benchmarks``, ``table-setup``, ``locomo-status`` and ``figure``."""
     _add_paper_verbs(sub)
     _add_result_tables(sub)

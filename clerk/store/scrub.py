@@ -81,3 +81,22 @@ def published_values(ledger: Iterable[dict]) -> set[tuple[str, str]]:
         if "p" in slot:
             out.update((slot["p"], v) for v in (slot["o"], slot["prev"]) if isinstance(v, str))
     return out
+
+
+def free_predicate(ledger: list[dict], predicate: str, subject: str | None = None) -> list[dict]:
+    """A copy of ``ledger`` with every occupied slot of ``predicate`` freed (of ``subject`` only,
+    when given): the ledger part of a forget. ``o`` and ``prev`` go with the slot; other slots
+    are untouched (a slot of another predicate that holds the same string is a different fact).
+
+    >>> led = [{"i": 0, "s": "Ari", "p": "city", "o": "Oslo", "prev": "Rome", "v": 1, "born": 0, "t": 2, "uses": 1},
+    ...        {"i": 1, "s": "Ari", "p": "job", "o": "chef", "prev": None, "v": 1, "born": 0, "t": 0, "uses": 0}]
+    >>> [sorted(slot) for slot in free_predicate(led, "city")]
+    [['i'], ['born', 'i', 'o', 'p', 'prev', 's', 't', 'uses', 'v']]
+    >>> free_predicate(led, "city", subject="Bo") == led
+    True
+    """
+    out = []
+    for slot in ledger:
+        doomed = "s" in slot and slot["p"] == predicate and (subject is None or slot["s"] == subject)
+        out.append({"i": slot["i"]} if doomed else dict(slot))
+    return out

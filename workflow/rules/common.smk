@@ -80,10 +80,14 @@ MEASURED = {
     # Not in the shipped run: one model load per snapshot and greedy writes of validation
     # sessions, about one evaluate job's writes (estimate).
     "learning_curve": (600.0, 1800.0),
+    # Not measured at the default scale yet: estimated as the evaluate job (the same models and
+    # model writers over 6 x 8 sessions against 5 x 8; the reader reads only the questions
+    # about forgotten facts).
+    "erasure": (551.72, 1783.54),
 }
 UNMEASURED = (300.0, 1024.0)
 # Model jobs claim the GPU (see GPU_CLAIM above); others never do.
-MODEL_RULES = ("train", "evaluate", "locomo", "learning_curve")
+MODEL_RULES = ("train", "evaluate", "locomo", "learning_curve", "erasure")
 
 
 def rule_resources(name):
@@ -137,6 +141,20 @@ def generate_args(wildcards):
     args = (
         f"--split {split} --personas {size['personas']} --sessions {size['sessions']}"
         f" --budget {config['data']['budget']} --init-facts {config['data']['init_facts']}"
+    )
+    if config["data"].get("phrasings"):
+        args += f" --phrasings {config['data']['phrasings']}"
+    return args
+
+
+def forget_generate_args(wildcards):
+    """Command-line arguments of `clerk generate` for the erasure study's forget timelines: the
+    test names and phrasings, the `erasure` block's sizes and forget count."""
+    spec = config["erasure"]
+    args = (
+        f"--split test --personas {spec['personas']} --sessions {spec['sessions']}"
+        f" --forgets {spec['forgets']} --budget {config['data']['budget']}"
+        f" --init-facts {config['data']['init_facts']}"
     )
     if config["data"].get("phrasings"):
         args += f" --phrasings {config['data']['phrasings']}"
@@ -209,8 +227,11 @@ def get_final_output():
         "results/eval/{seed}/{split}/metrics.json", seed=SEEDS, split=EVAL_SPLITS
     )
     targets += expand("results/readcost/{seed}.csv", seed=SEEDS)
+    targets += expand("results/erasure/{seed}/metrics.json", seed=SEEDS)
     # The report stage (workflow/rules/report.smk): tables, figures, numbers, paper, provenance.
-    targets += expand("results/{table}.csv", table=["table1", "table3", "table4"])
+    targets += expand(
+        "results/{table}.csv", table=["table1", "table3", "table4", "table5"]
+    )
     targets += ["results/read_cost.csv", "results/setup.json", "results/benchmarks.csv"]
     targets += expand(
         "results/figures/{figure}.{ext}", figure=FIGURES, ext=["pdf", "png"]

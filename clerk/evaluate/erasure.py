@@ -1,0 +1,324 @@
+"""The erasure study (``clerk erasure``, SPEC §9): forget requests replayed through every memory system.
+
+Timelines with forget requests (``clerk generate --forgets K``, :mod:`clerk.generator.forgets`) are
+replayed through the configured systems with the runner's loop (:func:`~clerk.evaluate.runner.replay`):
+at each session, first the session's forget requests are delivered (``MemorySystem.forget``), then
+the questions are answered from memory, then the session is consolidated. Each system runs in one
+of two modes: ``forget`` (requests delivered: the main rows) and, for the systems listed with
+``--ignore-forget``, also ``ignore`` (requests not delivered: what a memory without an erasure
+API keeps; the naive contrast).
+
+Two measurements per (system, mode):
+
+* **Leak rate**: over every question asked after a forget (every later question of that persona,
+  whatever it asks about) while a forgotten value is *live* (forgotten and not stated again by
+  the persona since the forget), the share whose view still contains a live forgotten value.
+  A value *occurs* in a view when its text appears there as a whole word, case-insensitively:
+  the same matcher as the store's redaction (:func:`clerk.store.scrub.value_pattern`). A plain
+  substring test would charge every system for text that never stated the value ("pho" inside
+  "phone", "cat" inside "relocated"); it is recorded too (``leak_rate_substring``). Views need no
+  model: every question's view is checked.
+* **Forgotten-fact accuracy**: the reader answers only the questions about forgotten facts
+  (type ``forgotten``; gold: the unknown answer), by the evaluation's reader
+  (:func:`~clerk.evaluate.runner.mc_choose`, or the exact rule reader on ledgers). Also the share
+  of them answered with a forgotten value (``forgotten_value_rate``).
+
+Files in ``--out``: ``views.jsonl`` (one row per checked view, :data:`SCHEMAS` ``"views"``) and
+``metrics.json`` (``SCHEMAS["metrics"]``, one ``"metrics.row"`` per system and mode), written last.
+
+    clerk erasure --timelines results/data/137/forget.jsonl --model resources/models/smollm2-135m \\
+        --adapter results/train/137 --systems clerk oracle full window rag add-only --ignore-forget oracle full \\
+        --out results/erasure/137
+    clerk erasure --timelines F.jsonl --model M --systems oracle --reader rule --out /tmp/er   # exact, no model calls
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from clerk.errors import UserError
+from clerk.evaluate.runner import load_timelines_file, load_up_front, make_systems, mc_choose, replay
+from clerk.evaluate.schemas import validate_record, write_jsonl
+from clerk.evaluate.summary import mean_or_none
+from clerk.generator.forgets import FORGOTTEN
+from clerk.memory import MEMORY_REGISTRY, EvalConfig, MemorySystem, Registry, Runtime
+from clerk.memory.forgetting import FORGET_ACTIONS, value_pattern
+
+ERASURE_SCHEMA_ID = "clerk.erasure.metrics/1"
+#: ``forget``: requests delivered to the system; ``ignore``: not delivered (the naive contrast).
+MODES = ("forget", "ignore")
+
+_N = type(None)
+#: Field -> allowed exact types of the study's records (validated on write).
+SCHEMAS: dict[str, dict[str, tuple]] = {
+    "views": {
+        "system": (str,),  # registry key
+        "mode": (str,),  # MODES
+        "persona": (str,),
+        "seed": (int,),
+        "session": (int,),  # session index the question is asked in
+        "q": (int,),  # position of the question within the session
+        "type": (str,),  # question type (``forgotten`` = about a forgotten fact)
+        "pred": (str,),
+        "n_live": (int,),  # forgotten values live at this question (> 0 on every row)
+        "leaked": (list,),  # live forgotten values the view contains (whole word, case-insensitive)
+        "leak": (bool,),  # leaked is not empty
+        "leak_substring": (bool,),  # a live value occurs as a plain case-insensitive substring
+        "chosen": (int, _N),  # forgotten questions only: the reader's option; -1 = rule answer not an option
+        "correct": (bool, _N),
+        "chose_forgotten": (bool, _N),  # the chosen option is a forgotten value
+        "reader": (str, _N),  # "base" | "adapter" | "rule" (forgotten questions only)
+    },
+    "metrics": {
+        "schema": (str,),
+        "input": (dict,),  # {"path", "sha256", "n_personas", "splits", "seeds", "n_sessions", "n_forget_requests"}
+        "config": (dict,),  # systems, ignore_forget, model, adapter, EvalConfig fields
+        "versions": (dict,),  # system name -> version, plus "clerk"
+        "rows": (list,),  # one "metrics.row" per (system, mode)
+        "wall_seconds": (float,),
+    },
+    "metrics.row": {
+        "system": (str,),
+        "mode": (str,),
+        "version": (str,),
+        "is_ledger": (bool,),
+        "forget_action": (str,),  # the system's forget_action, or "ignored" in mode ignore
+        "reader": (dict,),  # {"method": "mc" | "rule", "model": "base" | "adapter" | None}
+        "n_views": (int,),  # views checked (questions after a forget with a live value)
+        "n_leaks": (int,),
+        "leak_rate": (float, _N),  # None when no view was checked
+        "leak_rate_substring": (float, _N),
+        "n_forgotten": (int,),  # questions about forgotten facts
+        "accuracy_forgotten": (float, _N),  # None when there were none
+        "forgotten_value_rate": (float, _N),
+        "wall_seconds": (float,),  # forgetting + reading + writing for this system and mode
+    },
+}
+
+
+def live_forgotten(timeline: dict) -> dict[int, list[str]]:
+    """Per session index, the forgotten values live at its questions: delivered by a forget at
+    this or an earlier session and not stated (ADD or UPDATE) by the persona since.
+
+    >>> tl = {"sessions": [
+    ...     {"index": 0, "forget": [], "events": [{"kind": "ADD", "pred": "city", "value": "Oslo"}]},
+    ...     {"index": 1, "forget": [{"pred": "city", "values": ["Oslo"]}], "events": [
+    ...         {"kind": "ADD", "pred": "job", "value": "chef"}]},
+    ...     {"index": 2, "forget": [], "events": [{"kind": "ADD", "pred": "city", "value": "Oslo"}]},
+    ...     {"index": 3, "forget": [], "events": []}]}
+    >>> live_forgotten(tl)
+    {0: [], 1: ['Oslo'], 2: ['Oslo'], 3: []}
+    """
+    live: list[str] = []
+    out = {}
+    for session in timeline["sessions"]:
+        for request in session.get("forget") or []:
+            live += [v for v in request["values"] if v not in live]
+        out[session["index"]] = list(live)
+        stated = {e["value"] for e in session["events"] if e["kind"] in ("ADD", "UPDATE")}
+        live = [v for v in live if v not in stated]
+    return out
+
+
+def leaked_values(text: str, values: list[str]) -> list[str]:
+    """The ``values`` that occur in ``text`` as a whole word, case-insensitively (the redaction's matcher).
+
+    >>> leaked_values("Ari moved to oslo; her phone is new.", ["Oslo", "pho", "Rome"])
+    ['Oslo']
+    """
+    patterns = [(v, value_pattern([v])) for v in values]
+    return [v for v, pattern in patterns if pattern is not None and pattern.search(text)]
+
+
+def _check_systems(systems: dict[str, MemorySystem]) -> None:
+    for name, system in systems.items():
+        if type(system).forget is MemorySystem.forget:
+            raise UserError(f"--systems: memory system {name!r} does not implement forget")
+
+
+def erasure(
+    timelines: list[dict],
+    system_names: list[str],
+    runtime: Runtime,
+    ignore_forget: list[str] = (),
+    registry: Registry = MEMORY_REGISTRY,
+    progress: bool = True,
+) -> tuple[list[dict], list[dict]]:
+    """Run the study in memory.
+
+    Args:
+        timelines: personas with forget requests (one split/seed file).
+        system_names: registry keys run in mode ``forget`` (requests delivered).
+        runtime: config, models and tokenizer.
+        ignore_forget: registry keys also run in mode ``ignore`` (requests not delivered).
+        registry: where the names are looked up (tests pass a local one).
+        progress: show progress bars.
+
+    Returns:
+        (view rows, one summary row per system and mode), following :data:`SCHEMAS`.
+
+    Raises:
+        UserError: bad names (see :func:`~clerk.evaluate.runner.make_systems`), a system without
+            ``forget``, or timelines without forget requests.
+    """
+    from clerk.memory.reader import rule_choice
+
+    if not any(session.get("forget") for tl in timelines for session in tl["sessions"]):
+        raise UserError("the timelines hold no forget request; generate them with clerk generate --forgets K")
+    by_mode = {"forget": make_systems(system_names, runtime, registry)}
+    if ignore_forget:
+        by_mode["ignore"] = make_systems(list(ignore_forget), runtime, registry)
+    _check_systems(by_mode["forget"])
+    systems = {(name, mode): system for mode, group in by_mode.items() for name, system in group.items()}
+    load_up_front(runtime, systems)
+    cfg = runtime.config
+    live = {tl["name"]: live_forgotten(tl) for tl in timelines}
+    rows: list[dict] = []
+
+    def prepare(key, system, tl, session, state):
+        if key[1] == "forget":
+            for request in session.get("forget") or []:
+                state = system.forget(state, tl, request["pred"], list(request["values"]))
+        return state
+
+    def answer(key, system, tl, session, state, views):
+        values = live[tl["name"]][session["index"]]
+        if not values:
+            return
+        questions = session["questions"]
+        asked = [k for k, q in enumerate(questions) if q["type"] == FORGOTTEN]
+        reader = "rule" if cfg.reader == "rule" else system.reader_model()
+        chosen: dict[int, int] = {}
+        if asked and cfg.reader == "rule":
+            chosen = {k: rule_choice(system.ledger(state), tl["name"], questions[k]) for k in asked}
+        elif asked:
+            picks = mc_choose(*runtime.model(reader), [questions[k] for k in asked], [views[k] for k in asked])
+            chosen = dict(zip(asked, picks))
+        lowered = [v.lower() for v in values]
+        for k, (q, view) in enumerate(zip(questions, views)):
+            leaked = leaked_values(view.text, values)
+            c = chosen.get(k)
+            option = q["options"][c] if c is not None and 0 <= c < len(q["options"]) else None
+            rows.append({
+                "system": key[0], "mode": key[1], "persona": tl["name"], "seed": tl["seed"],
+                "session": session["index"], "q": k, "type": q["type"], "pred": q["pred"],
+                "n_live": len(values), "leaked": leaked, "leak": bool(leaked),
+                "leak_substring": any(v in view.text.lower() for v in lowered),
+                "chosen": c, "correct": None if c is None else c == q["correct"],
+                "chose_forgotten": None if c is None else option in values,
+                "reader": reader if c is not None else None,
+            })
+
+    seconds = replay(timelines, systems, answer, progress=progress, prepare=prepare)
+    summary = [_summarize(key, system, [r for r in rows if (r["system"], r["mode"]) == key], seconds[key], cfg)
+               for key, system in systems.items()]
+    return rows, summary
+
+
+def _summarize(key: tuple[str, str], system: MemorySystem, rows: list[dict], seconds: float,
+               cfg: EvalConfig) -> dict:
+    """The ``metrics.row`` record of one system and mode."""
+    asked = [r for r in rows if r["chosen"] is not None]
+    return {
+        "system": key[0], "mode": key[1], "version": system.version, "is_ledger": system.is_ledger,
+        "forget_action": system.forget_action if key[1] == "forget" else "ignored",
+        "reader": {"method": cfg.reader, "model": None if cfg.reader == "rule" else system.reader_model()},
+        "n_views": len(rows), "n_leaks": sum(r["leak"] for r in rows),
+        "leak_rate": mean_or_none([float(r["leak"]) for r in rows]),
+        "leak_rate_substring": mean_or_none([float(r["leak_substring"]) for r in rows]),
+        "n_forgotten": len(asked),
+        "accuracy_forgotten": mean_or_none([float(r["correct"]) for r in asked]),
+        "forgotten_value_rate": mean_or_none([float(r["chose_forgotten"]) for r in asked]),
+        "wall_seconds": float(seconds),
+    }
+
+
+def run_erasure(args: Any, registry: Registry = MEMORY_REGISTRY) -> None:
+    """``clerk erasure``: run the study, then write views.jsonl and metrics.json (last).
+
+    Raises:
+        UserError: bad arguments or timelines (see :func:`erasure`, :class:`~clerk.memory.EvalConfig`).
+    """
+    start = time.perf_counter()
+    from clerk import __version__
+    from clerk.models.device import set_torch_threads
+    from clerk.models.hashes import sha256_file
+
+    set_torch_threads(args.threads)
+    cfg = EvalConfig(window_k=args.window_k, rag_k=args.rag_k, max_new_tokens=args.max_new_tokens,
+                     batch_size=args.batch_size, reader=args.reader, baseline_reader=args.baseline_reader,
+                     max_read_tokens=args.max_read_tokens, add_only_budget=args.add_only_budget, dtype=args.dtype)
+    runtime = Runtime(cfg, model_dir=args.model, adapter_dir=args.adapter)
+    _check_systems(make_systems(args.systems, runtime, registry))  # fail on bad names before loading anything
+    if args.ignore_forget:
+        make_systems(args.ignore_forget, runtime, registry)
+    timelines = load_timelines_file(args.timelines)
+    rows, summary = erasure(timelines, args.systems, runtime, args.ignore_forget, registry, progress=not args.quiet)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_jsonl(out / "views.jsonl", "views", rows, SCHEMAS)
+    versions = {"clerk": __version__, **{r["system"]: r["version"] for r in summary}}
+    metrics = {
+        "schema": ERASURE_SCHEMA_ID,
+        "input": {"path": str(args.timelines), "sha256": sha256_file(args.timelines), "n_personas": len(timelines),
+                  "splits": sorted({tl["split"] for tl in timelines}), "seeds": sorted({tl["seed"] for tl in timelines}),
+                  "n_sessions": max(len(tl["sessions"]) for tl in timelines),
+                  "n_forget_requests": sum(len(s.get("forget") or []) for tl in timelines for s in tl["sessions"])},
+        "config": {"systems": list(args.systems), "ignore_forget": list(args.ignore_forget), "model": args.model,
+                   "adapter": args.adapter, **cfg.to_dict()},
+        "versions": versions,
+        "rows": summary,
+        "wall_seconds": float(time.perf_counter() - start),
+    }
+    validate_record("metrics", metrics, SCHEMAS)
+    for record in summary:
+        validate_record("metrics.row", record, SCHEMAS)
+    # metrics.json last: its existence means the run completed.
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"clerk erasure: {len(rows)} views of {len(summary)} system rows -> {out} "
+          f"in {metrics['wall_seconds']:.1f} s", file=sys.stderr)
+
+
+def register_cli(sub: Any) -> None:
+    """Add ``clerk erasure``."""
+    from clerk.evaluate.cli import _add_view_knobs
+    from clerk.memory.base import DTYPES
+
+    d = EvalConfig()
+    p = sub.add_parser(
+        "erasure", help="the erasure study: replay forget timelines; leak rate and forgotten-fact accuracy per system",
+        description="Erasure study (SPEC §9): deliver each session's forget requests to every system, then check "
+        "every later view for forgotten values and read the questions about forgotten facts. Writes views.jsonl "
+        f"and metrics.json to --out. Systems: {', '.join(MEMORY_REGISTRY.names())}.")
+    # inputs and outputs
+    p.add_argument("--timelines", required=True, help="timelines with forget requests (clerk generate --forgets K)")
+    p.add_argument("--model", required=True, help="base model directory (from clerk materialize-model)")
+    p.add_argument("--adapter", default=None, help="LoRA adapter directory (from clerk train); needed by clerk")
+    p.add_argument("--systems", nargs="+", required=True, metavar="NAME",
+                   help="memory systems (registry keys), forget requests delivered")
+    p.add_argument("--ignore-forget", dest="ignore_forget", nargs="*", default=[], metavar="NAME",
+                   help="systems also run with forget requests not delivered (the naive contrast; default: none)")
+    p.add_argument("--out", required=True, help="output directory")
+    # views, writers and readers (as clerk evaluate)
+    _add_view_knobs(p)
+    p.add_argument("--max-read-tokens", dest="max_read_tokens", type=int, default=d.max_read_tokens,
+                   help="cap on transcript-view tokens; -1 = reader context minus a prompt reserve (default: -1)")
+    p.add_argument("--add-only-budget", dest="add_only_budget", type=int, default=d.add_only_budget,
+                   help="add-only view budget in tokens; -1 = the gold ledger view's tokens at that session (default: -1)")
+    p.add_argument("--max-new-tokens", dest="max_new_tokens", type=int, default=d.max_new_tokens,
+                   help=f"generation cap for model writers, tokens (default: {d.max_new_tokens})")
+    p.add_argument("--batch-size", dest="batch_size", type=int, default=d.batch_size,
+                   help=f"prompts per generation batch (default: {d.batch_size})")
+    p.add_argument("--reader", choices=("mc", "rule"), default=d.reader,
+                   help="mc = multiple-choice log-likelihood; rule = exact rule reader, ledger systems only (default: mc)")
+    p.add_argument("--baseline-reader", dest="baseline_reader", choices=("base", "adapter"), default=d.baseline_reader,
+                   help="model reading full/window/rag/add-only/null (default: base)")
+    p.add_argument("--dtype", choices=DTYPES, default=d.dtype,
+                   help="inference dtype of readers and writers; auto = bf16 on CUDA, fp32 on CPU (default: auto)")
+    p.add_argument("--threads", type=int, default=0, metavar="N",
+                   help="torch CPU threads; 0 = torch's default (default: 0)")
+    p.set_defaults(func=run_erasure)
