@@ -33,19 +33,16 @@ def register_cli(sub: Any) -> None:
     _add_read_cost_parser(sub)
 
 
-def _add_evaluate_parser(sub: Any) -> None:
-    """``clerk evaluate``: inputs and outputs, views, writers and readers."""
+def add_run_args(p: Any, systems_help: str = "memory systems (registry keys)") -> None:
+    """The flags every verb that replays timelines through memory systems shares (``clerk
+    evaluate``, ``clerk erasure``): inputs, views, writers, the reader; read back by
+    :func:`runtime_from_args`."""
     d = EvalConfig()
-    p = sub.add_parser(
-        "evaluate", help="replay timelines through memory systems; write predictions, ledger metrics and a summary",
-        description="Synthetic evaluation (SPEC §6): for every session, answer its questions from each system's "
-        "memory, then consolidate. Writes predictions.jsonl, ledgers.jsonl and metrics.json to --out. "
-        f"Systems: {', '.join(MEMORY_REGISTRY.names())}.")
     # inputs and outputs
     p.add_argument("--timelines", required=True, help="timelines file (JSON lines, one persona per line)")
     p.add_argument("--model", required=True, help="base model directory (from clerk materialize-model)")
     p.add_argument("--adapter", default=None, help="LoRA adapter directory (from clerk train); needed by clerk")
-    p.add_argument("--systems", nargs="+", required=True, metavar="NAME", help="memory systems (registry keys)")
+    p.add_argument("--systems", nargs="+", required=True, metavar="NAME", help=systems_help)
     p.add_argument("--out", required=True, help="output directory")
     # views
     _add_view_knobs(p)
@@ -70,6 +67,32 @@ def _add_evaluate_parser(sub: Any) -> None:
                    help="inference dtype of readers and writers; auto = bf16 on CUDA, fp32 on CPU (default: auto)")
     p.add_argument("--threads", type=int, default=0, metavar="N",
                    help="torch CPU threads; 0 = torch's default (default: 0)")
+
+
+def runtime_from_args(args: Any) -> Any:
+    """The :class:`~clerk.memory.Runtime` of the flags of :func:`add_run_args` (threads set first)."""
+    from clerk.evaluate.runner import catalogue_keys
+    from clerk.memory import Runtime
+    from clerk.models.device import set_torch_threads
+
+    set_torch_threads(args.threads)
+    cfg = EvalConfig(window_k=args.window_k, rag_k=args.rag_k, max_new_tokens=args.max_new_tokens,
+                     batch_size=args.batch_size, reader=args.reader, reader_model=args.reader_model,
+                     max_read_tokens=args.max_read_tokens, add_only_budget=args.add_only_budget,
+                     dtype=args.dtype, constrained=args.constrained)
+    runtime = Runtime(cfg, model_dir=args.model, adapter_dir=args.adapter)
+    runtime.predicates = catalogue_keys(args.phrasings)
+    return runtime
+
+
+def _add_evaluate_parser(sub: Any) -> None:
+    """``clerk evaluate``: inputs and outputs, views, writers and readers."""
+    p = sub.add_parser(
+        "evaluate", help="replay timelines through memory systems; write predictions, ledger metrics and a summary",
+        description="Synthetic evaluation (SPEC §6): for every session, answer its questions from each system's "
+        "memory, then consolidate. Writes predictions.jsonl, ledgers.jsonl and metrics.json to --out. "
+        f"Systems: {', '.join(MEMORY_REGISTRY.names())}.")
+    add_run_args(p)
     p.set_defaults(func=run_evaluate)
 
 

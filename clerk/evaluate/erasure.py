@@ -196,7 +196,7 @@ def erasure(
         if asked and cfg.reader == "rule":
             chosen = {k: rule_choice(system.ledger(state), tl["name"], questions[k]) for k in asked}
         elif asked:
-            picks = mc_choose(*runtime.model(reader), [questions[k] for k in asked], [views[k] for k in asked])
+            picks = mc_choose(runtime.reader(), (key, tl["name"]), [questions[k] for k in asked], [views[k] for k in asked])
             chosen = dict(zip(asked, picks))
         lowered = [v.lower() for v in values]
         for k, (q, view) in enumerate(zip(questions, views)):
@@ -245,14 +245,11 @@ def run_erasure(args: Any, registry: Registry = MEMORY_REGISTRY) -> None:
     """
     start = time.perf_counter()
     from clerk import __version__
-    from clerk.models.device import set_torch_threads
+    from clerk.evaluate.cli import runtime_from_args
     from clerk.models.hashes import sha256_file
 
-    set_torch_threads(args.threads)
-    cfg = EvalConfig(window_k=args.window_k, rag_k=args.rag_k, max_new_tokens=args.max_new_tokens,
-                     batch_size=args.batch_size, reader=args.reader, baseline_reader=args.baseline_reader,
-                     max_read_tokens=args.max_read_tokens, add_only_budget=args.add_only_budget, dtype=args.dtype)
-    runtime = Runtime(cfg, model_dir=args.model, adapter_dir=args.adapter)
+    runtime = runtime_from_args(args)
+    cfg = runtime.config
     _check_systems(make_systems(args.systems, runtime, registry))  # fail on bad names before loading anything
     if args.ignore_forget:
         make_systems(args.ignore_forget, runtime, registry)
@@ -285,40 +282,14 @@ def run_erasure(args: Any, registry: Registry = MEMORY_REGISTRY) -> None:
 
 def register_cli(sub: Any) -> None:
     """Add ``clerk erasure``."""
-    from clerk.evaluate.cli import _add_view_knobs
-    from clerk.memory.base import DTYPES
+    from clerk.evaluate.cli import add_run_args
 
-    d = EvalConfig()
     p = sub.add_parser(
         "erasure", help="the erasure study: replay forget timelines; leak rate and forgotten-fact accuracy per system",
         description="Erasure study (SPEC §9): deliver each session's forget requests to every system, then check "
         "every later view for forgotten values and read the questions about forgotten facts. Writes views.jsonl "
         f"and metrics.json to --out. Systems: {', '.join(MEMORY_REGISTRY.names())}.")
-    # inputs and outputs
-    p.add_argument("--timelines", required=True, help="timelines with forget requests (clerk generate --forgets K)")
-    p.add_argument("--model", required=True, help="base model directory (from clerk materialize-model)")
-    p.add_argument("--adapter", default=None, help="LoRA adapter directory (from clerk train); needed by clerk")
-    p.add_argument("--systems", nargs="+", required=True, metavar="NAME",
-                   help="memory systems (registry keys), forget requests delivered")
+    add_run_args(p, systems_help="memory systems (registry keys), forget requests delivered")
     p.add_argument("--ignore-forget", dest="ignore_forget", nargs="*", default=[], metavar="NAME",
                    help="systems also run with forget requests not delivered (the naive contrast; default: none)")
-    p.add_argument("--out", required=True, help="output directory")
-    # views, writers and readers (as clerk evaluate)
-    _add_view_knobs(p)
-    p.add_argument("--max-read-tokens", dest="max_read_tokens", type=int, default=d.max_read_tokens,
-                   help="cap on transcript-view tokens; -1 = reader context minus a prompt reserve (default: -1)")
-    p.add_argument("--add-only-budget", dest="add_only_budget", type=int, default=d.add_only_budget,
-                   help="add-only view budget in tokens; -1 = the gold ledger view's tokens at that session (default: -1)")
-    p.add_argument("--max-new-tokens", dest="max_new_tokens", type=int, default=d.max_new_tokens,
-                   help=f"generation cap for model writers, tokens (default: {d.max_new_tokens})")
-    p.add_argument("--batch-size", dest="batch_size", type=int, default=d.batch_size,
-                   help=f"prompts per generation batch (default: {d.batch_size})")
-    p.add_argument("--reader", choices=("mc", "rule"), default=d.reader,
-                   help="mc = multiple-choice log-likelihood; rule = exact rule reader, ledger systems only (default: mc)")
-    p.add_argument("--baseline-reader", dest="baseline_reader", choices=("base", "adapter"), default=d.baseline_reader,
-                   help="model reading full/window/rag/add-only/null (default: base)")
-    p.add_argument("--dtype", choices=DTYPES, default=d.dtype,
-                   help="inference dtype of readers and writers; auto = bf16 on CUDA, fp32 on CPU (default: auto)")
-    p.add_argument("--threads", type=int, default=0, metavar="N",
-                   help="torch CPU threads; 0 = torch's default (default: 0)")
     p.set_defaults(func=run_erasure)

@@ -243,16 +243,11 @@ def run_evaluate(args: Any, registry: Registry = MEMORY_REGISTRY) -> None:
         UserError: bad arguments or timelines (see :func:`make_systems`, :class:`EvalConfig`).
     """
     start = time.perf_counter()
-    from clerk.models.device import set_torch_threads
+    from clerk.evaluate.cli import runtime_from_args
     from clerk.models.hashes import sha256_file
 
-    set_torch_threads(args.threads)
-    cfg = EvalConfig(window_k=args.window_k, rag_k=args.rag_k, max_new_tokens=args.max_new_tokens,
-                     batch_size=args.batch_size, reader=args.reader, reader_model=args.reader_model,
-                     max_read_tokens=args.max_read_tokens, add_only_budget=args.add_only_budget,
-                     dtype=args.dtype, constrained=args.constrained)
-    runtime = Runtime(cfg, model_dir=args.model, adapter_dir=args.adapter)
-    runtime.predicates = catalogue_keys(args.phrasings)
+    runtime = runtime_from_args(args)
+    cfg = runtime.config
     make_systems(args.systems, runtime, registry)  # fail on bad names before loading anything
     timelines = load_timelines_file(args.timelines)
     if any(session.get("forget") for tl in timelines for session in tl["sessions"]):

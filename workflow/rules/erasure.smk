@@ -28,9 +28,10 @@ rule erasure:
         model=MODEL_DIR,
         adapter="results/train/{seed}",
         code=code(
-            "evaluate", "metrics", "scoring", "models", "prompts", "generator", "store"
+            "evaluate", "metrics", "scoring", "models", "prompts", "generator", "store", "program"
         ),
         systems=get_memory_code,
+        phrasings=get_phrasings,
     output:
         metrics="results/erasure/{seed}/metrics.json",
         views="results/erasure/{seed}/views.jsonl",
@@ -51,14 +52,16 @@ rule erasure:
         rag_k=lookup(dpath="evaluate/rag_k", within=config),
         max_new_tokens=lookup(dpath="evaluate/max_new_tokens", within=config),
         batch_size=lookup(dpath="evaluate/batch_size", within=config),
-        baseline_reader=lookup(dpath="evaluate/baseline_reader", within=config),
+        reader_model=lookup(dpath="evaluate/reader_model", within=config),
+        constrained=lambda wc: "--constrained" if config["evaluate"]["constrained"] else "--no-constrained",
+        phrasings=lambda wc: f"--phrasings {config['data']['phrasings']}" if config["data"].get("phrasings") else "",
         dtype=lookup(dpath="evaluate/dtype", within=config),
     shell:
         "clerk erasure --timelines {input.timelines} --model {input.model}"
         " --adapter {input.adapter} --systems {params.systems} --ignore-forget {params.ignore}"
         " --window-k {params.window_k} --rag-k {params.rag_k}"
         " --max-new-tokens {params.max_new_tokens} --batch-size {params.batch_size}"
-        " --baseline-reader {params.baseline_reader} --dtype {params.dtype}"
+        " --reader-model {params.reader_model} {params.constrained} {params.phrasings} --dtype {params.dtype}"
         " --threads 1 --quiet --out {params.outdir} > {log} 2>&1"
 
 
