@@ -33,6 +33,7 @@ _MODULES = (
     "clerk.scoring.bench",
     "clerk.locomo.cli",
     "clerk.report.cli",
+    "clerk.report.paired",
     "clerk.provenance.cli",
     "clerk.store.cli",
 )

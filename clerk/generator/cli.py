@@ -9,6 +9,7 @@ import json
 import sys
 from typing import Any
 
+from clerk.errors import UserError
 from clerk.generator.config import GeneratorConfig
 from clerk.generator.files import timeline_stats, write_timelines
 from clerk.generator.timelines import generate_from_config
@@ -17,10 +18,24 @@ from clerk.generator.timelines import generate_from_config
 def main(args: Any) -> None:
     """``clerk generate``: write timelines to ``args.out`` and print their stats to stderr."""
     cfg = GeneratorConfig(seed=args.seed, split=args.split, personas=args.personas, sessions=args.sessions,
-                          budget=args.budget, n_init=args.init_facts, forgets=args.forgets)
+                          budget=args.budget, n_init=args.init_facts, forgets=args.forgets,
+                          questions=_count_range(args.questions, "--questions"))
     timelines = generate_from_config(cfg, args.phrasings)
     write_timelines(args.out, timelines)
     print(json.dumps(timeline_stats(timelines), indent=1), file=sys.stderr)
+
+
+def _count_range(text: str, flag: str) -> tuple[int, int]:
+    """``"1-3"`` -> ``(1, 3)``; ``"3"`` -> ``(3, 3)``.
+
+    >>> _count_range("2-3", "--questions"), _count_range("3", "--questions")
+    ((2, 3), (3, 3))
+    """
+    low, _, high = text.partition("-")
+    try:
+        return int(low), int(high or low)
+    except ValueError:
+        raise UserError(f"{flag}: expected N or LOW-HIGH (whole numbers), got {text!r}") from None
 
 
 def register_cli(sub: Any) -> None:
@@ -42,6 +57,9 @@ def register_cli(sub: Any) -> None:
     p.add_argument("--budget", type=int, default=12, help="ledger slots B, >= 1 (default: 12)")
     p.add_argument("--init-facts", type=int, default=4, dest="init_facts",
                    help="facts stated in session 0 (default: 4)")
+    p.add_argument("--questions", default="1-3", metavar="LOW-HIGH",
+                   help="questions per session >= 1, a range drawn uniformly (as many as the ledger supports; "
+                   "SPEC §2: 1-3; default: 1-3)")
     p.add_argument("--forgets", type=int, default=0, metavar="K",
                    help="forget requests per persona at distinct seeded sessions >= 1, for the erasure study "
                    "(clerk.generator.forgets); 0 = none, output unchanged (default: 0)")

@@ -133,13 +133,13 @@ def get_phrasings(wildcards):
     return sorted(str(p) for p in Path("clerk/phrasing").glob("*.yaml"))
 
 
-def generate_args(wildcards):
-    """Command-line arguments of `clerk generate` for one split."""
-    size = config["data"][wildcards.split]
-    # The long-horizon probe uses the test names and phrasings, with many more sessions.
-    split = "test" if wildcards.split == "long" else wildcards.split
+def _generate_flags(split, size, extra=""):
+    """`clerk generate` flags: split, sizes (personas, sessions, optional questions range), the
+    ledger's budget and initial facts, the phrasings file if configured."""
+    questions = size.get("questions", [1, 3])
     args = (
         f"--split {split} --personas {size['personas']} --sessions {size['sessions']}"
+        f" --questions {questions[0]}-{questions[1]}{extra}"
         f" --budget {config['data']['budget']} --init-facts {config['data']['init_facts']}"
     )
     if config["data"].get("phrasings"):
@@ -147,18 +147,18 @@ def generate_args(wildcards):
     return args
 
 
+def generate_args(wildcards):
+    """Command-line arguments of `clerk generate` for one split. The long-horizon probe uses the
+    test names and phrasings, with many more sessions."""
+    split = "test" if wildcards.split == "long" else wildcards.split
+    return _generate_flags(split, config["data"][wildcards.split])
+
+
 def forget_generate_args(wildcards):
     """Command-line arguments of `clerk generate` for the erasure study's forget timelines: the
     test names and phrasings, the `erasure` block's sizes and forget count."""
     spec = config["erasure"]
-    args = (
-        f"--split test --personas {spec['personas']} --sessions {spec['sessions']}"
-        f" --forgets {spec['forgets']} --budget {config['data']['budget']}"
-        f" --init-facts {config['data']['init_facts']}"
-    )
-    if config["data"].get("phrasings"):
-        args += f" --phrasings {config['data']['phrasings']}"
-    return args
+    return _generate_flags("test", spec, f" --forgets {spec['forgets']}")
 
 
 def model_args():
@@ -230,7 +230,7 @@ def get_final_output():
     targets += expand("results/erasure/{seed}/metrics.json", seed=SEEDS)
     # The report stage (workflow/rules/report.smk): tables, figures, numbers, paper, provenance.
     targets += expand(
-        "results/{table}.csv", table=["table1", "table3", "table4", "table5"]
+        "results/{table}.csv", table=["table1", "table3", "table4", "table5", "table_paired"]
     )
     targets += ["results/read_cost.csv", "results/setup.json", "results/benchmarks.csv"]
     targets += expand(

@@ -40,6 +40,32 @@ rule table_systems:
         " > {log} 2>&1"
 
 
+rule table_paired:
+    input:
+        predictions=expand(
+            "results/eval/{seed}/{split}/predictions.jsonl", seed=SEEDS, split=EVAL_SPLITS
+        ),
+        code=code("report"),
+    output:
+        csv=report(
+            "results/table_paired.csv",
+            caption="../report/table_paired.rst",
+            category="Tables",
+        ),
+        md="results/table_paired.md",
+    log:
+        "logs/table_paired/table_paired.log",
+    benchmark:
+        "benchmarks/report/table_paired/table_paired.tsv"
+    conda:
+        "../../environment.yml"
+    resources:
+        **rule_resources("table_paired"),
+    shell:
+        "clerk table-paired --predictions {input.predictions} --out {output.csv}"
+        " --markdown {output.md} > {log} 2>&1"
+
+
 rule table_eviction:
     input:
         csv=expand("results/eviction/{seed}.csv", seed=SEEDS),

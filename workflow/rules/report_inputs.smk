@@ -28,6 +28,7 @@ PAPER_INCLUDES = {
     "table3_cost": "results/table3_cost.md",
     "table4": "results/table4.md",
     "table5": "results/table5.md",
+    "table_paired": "results/table_paired.md",
     "setup": "results/setup.md",
     "benchmarks": "results/benchmarks.md",
     "environment": "results/environment.md",

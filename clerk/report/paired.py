@@ -1,0 +1,134 @@
+"""Paired comparisons: clerk minus each other system on the same questions (SPEC §6).
+
+Every system answers the same questions, so a comparison is a paired difference, not two
+independent intervals. For each (split, system) this table gives the accuracy difference
+``clerk - system`` two ways:
+
+* **per seed**: the difference of the two accuracies in each seed's evaluation, then the mean and
+  95 % Student-t interval over seeds (:func:`clerk.report.stats.aggregate`): the seed-to-seed
+  spread, training included, with n = 3;
+* **paired bootstrap over personas**: the personas of every seed are the resampled units (a
+  persona's questions are not independent of each other); each resample draws as many units as
+  there are, with replacement, and takes the difference of the two systems' accuracies over the
+  drawn units' questions; the 95 % percentile interval of ``n_boot`` resamples
+  (``scipy.stats.bootstrap``, a fixed seed, so the table is deterministic).
+
+``conclusive`` is true when the bootstrap interval excludes zero; the paper's claims follow it.
+
+    clerk table-paired --predictions results/eval/*/test/predictions.jsonl results/eval/*/test_ood/predictions.jsonl \\
+        --out results/table_paired.csv --markdown results/table_paired.md
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from clerk.errors import UserError
+from clerk.report.stats import CI_LEVEL, aggregate
+from clerk.report.systems import SYSTEM_ORDER
+from clerk.report.tabular import markdown_table, ordered, write_csv, write_text
+
+#: The system every other is compared with.
+REFERENCE = "clerk"
+#: Resamples of the persona bootstrap and its seed.
+N_BOOT = 10_000
+BOOT_SEED = 20261201
+
+
+def _load(paths: list[str]) -> dict[tuple, dict[str, dict[tuple, bool]]]:
+    """(split, seed, persona) -> system -> (session, q) -> correct."""
+    units: dict[tuple, dict[str, dict[tuple, bool]]] = defaultdict(lambda: defaultdict(dict))
+    for path in paths:
+        try:
+            lines = Path(path).read_text(encoding="utf-8").splitlines()
+        except OSError as err:
+            raise UserError(f"--predictions: cannot read {path!r} ({err.strerror})") from None
+        for line in filter(None, lines):
+            row = json.loads(line)
+            units[(row["split"], row["seed"], row["persona"])][row["system"]][(row["session"], row["q"])] = bool(row["correct"])
+    return units
+
+
+def _pairs(per_unit: dict[str, dict[tuple, bool]], system: str) -> tuple[int, int, int]:
+    """(clerk correct, system correct, questions) over the questions both answered in one unit."""
+    ref, other = per_unit.get(REFERENCE, {}), per_unit.get(system, {})
+    common = sorted(set(ref) & set(other))
+    return sum(ref[k] for k in common), sum(other[k] for k in common), len(common)
+
+
+def paired_rows(paths: list[str], n_boot: int = N_BOOT) -> list[dict[str, Any]]:
+    """One row per (split, system != clerk): the paired difference, per seed and bootstrapped."""
+    import numpy as np
+    from scipy import stats
+
+    units = _load(paths)
+    splits = sorted({key[0] for key in units})
+    systems = ordered(sorted({s for per in units.values() for s in per if s != REFERENCE}), SYSTEM_ORDER)
+    rows = []
+    for split in splits:
+        mine = {key: per for key, per in units.items() if key[0] == split and REFERENCE in per}
+        for system in systems:
+            counts = {key: _pairs(per, system) for key, per in mine.items() if system in per}
+            counts = {key: c for key, c in counts.items() if c[2]}
+            if not counts:
+                continue
+            seeds = sorted({key[1] for key in counts})
+            per_seed = []
+            for seed in seeds:
+                a, b, n = (sum(c[i] for key, c in counts.items() if key[1] == seed) for i in range(3))
+                per_seed.append((a - b) / n)
+            ref_ok, sys_ok, n_q = (np.array([c[i] for c in counts.values()], dtype=float) for i in range(3))
+            delta = (ref_ok.sum() - sys_ok.sum()) / n_q.sum()
+            boot = stats.bootstrap((ref_ok, sys_ok, n_q), lambda r, s, n: (r.sum() - s.sum()) / n.sum(),
+                                   paired=True, vectorized=False, n_resamples=n_boot, confidence_level=CI_LEVEL,
+                                   method="percentile", random_state=np.random.default_rng(BOOT_SEED))
+            low, high = float(boot.confidence_interval.low), float(boot.confidence_interval.high)
+            seed_stats = aggregate(per_seed)
+            rows.append({
+                "split": split, "system": system, "reference": REFERENCE, "n_seeds": len(seeds),
+                "n_personas": len(counts), "n_questions": int(n_q.sum()), "delta": float(delta),
+                "boot_low": low, "boot_high": high, "conclusive": bool(low > 0 or high < 0),
+                "seed_mean": seed_stats["mean"], "seed_ci_low": seed_stats["ci_low"], "seed_ci_high": seed_stats["ci_high"],
+            })
+    return rows
+
+
+def paired_markdown(rows: list[dict[str, Any]]) -> str:
+    """The paper's rendering: one line per comparison, the difference with both intervals."""
+    header = ["split", "comparison", "Δ accuracy", "95 % bootstrap (personas)", "per-seed 95 % t", "questions",
+              "conclusive"]
+    body = []
+    for r in rows:
+        body.append([r["split"], f"clerk − {r['system']}", f"{r['delta']:+.3f}",
+                     f"[{r['boot_low']:+.3f}, {r['boot_high']:+.3f}]",
+                     f"[{r['seed_ci_low']:+.3f}, {r['seed_ci_high']:+.3f}]" if r["n_seeds"] > 1 else "n/a",
+                     str(r["n_questions"]), "yes" if r["conclusive"] else "no (interval includes 0)"])
+    note = (f"\nPaired on the same questions. Bootstrap: {N_BOOT:,} resamples of the (seed, persona) units, "
+            "percentile interval; per seed: the difference of the two accuracies in each seed, then the "
+            "Student-t interval over seeds.")
+    return markdown_table(header, body, [":---", ":---", "---:", "---:", "---:", "---:", ":---"]) + note
+
+
+def main(args: Any) -> None:
+    """``clerk table-paired``."""
+    import pandas as pd
+
+    rows = paired_rows(args.predictions, args.n_boot)
+    if not rows:
+        raise UserError(f"--predictions: no question answered by both {REFERENCE!r} and another system")
+    write_csv(pd.DataFrame(rows), args.out)
+    write_text(args.markdown, paired_markdown(rows) + "\n")
+
+
+def register_cli(sub: Any) -> None:
+    """Add the ``table-paired`` verb."""
+    p = sub.add_parser("table-paired", help="paired differences clerk - every other system, with intervals",
+                       description=__doc__.split("\n\n")[1].replace("\n", " "))
+    p.add_argument("--predictions", nargs="+", required=True, help="predictions.jsonl files of clerk evaluate")
+    p.add_argument("--out", required=True, help="output CSV")
+    p.add_argument("--markdown", required=True, help="output Markdown table (for the paper)")
+    p.add_argument("--n-boot", dest="n_boot", type=int, default=N_BOOT, help=f"bootstrap resamples (default {N_BOOT})")
+    p.set_defaults(func=main)
