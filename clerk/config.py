@@ -124,6 +124,12 @@ def _cross_checks(config: dict[str, Any]) -> list[str]:
         value, values = get("streams", one), get("streams", grid)
         if isinstance(value, int) and isinstance(values, list) and value not in values:
             problems.append(f"config.streams.{one}: {value!r} is not one of config.streams.{grid} {values} ({why})")
+    systems, write_only = get("evaluate", "systems"), get("evaluate", "write_only")
+    if isinstance(systems, list) and isinstance(write_only, list):
+        stray = [name for name in write_only if name not in systems]
+        if stray:
+            problems.append(f"config.evaluate.write_only: {stray} not in config.evaluate.systems {systems} "
+                            "(a write-only system is one of the evaluated systems)")
     forgets, sessions = get("erasure", "forgets"), get("erasure", "sessions")
     if isinstance(forgets, int) and isinstance(sessions, int) and forgets > sessions - 1:
         problems.append(f"config.erasure.forgets: {forgets} is more than config.erasure.sessions - 1 = "

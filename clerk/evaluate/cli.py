@@ -61,6 +61,8 @@ def add_run_args(p: Any, systems_help: str = "memory systems (registry keys)") -
                    help=f"the one model that reads every system (default: {d.reader_model})")
     p.add_argument("--constrained", action=argparse.BooleanOptionalAction, default=d.constrained,
                    help="hold model writers to the program grammar of their ledger (llguidance; default: on)")
+    p.add_argument("--write-only", dest="write_only", nargs="*", default=[], metavar="NAME",
+                   help="systems (of --systems) whose writes are scored but whose memory is not read (default: none)")
     p.add_argument("--phrasings", metavar="FILE", default=None,
                    help="phrasings catalogue whose predicate keys constrained writers may ADD (default: built-in)")
     p.add_argument("--dtype", choices=DTYPES, default=d.dtype,
@@ -79,7 +81,7 @@ def runtime_from_args(args: Any) -> Any:
     cfg = EvalConfig(window_k=args.window_k, rag_k=args.rag_k, max_new_tokens=args.max_new_tokens,
                      batch_size=args.batch_size, reader=args.reader, reader_model=args.reader_model,
                      max_read_tokens=args.max_read_tokens, add_only_budget=args.add_only_budget,
-                     dtype=args.dtype, constrained=args.constrained)
+                     dtype=args.dtype, constrained=args.constrained, write_only=tuple(args.write_only))
     runtime = Runtime(cfg, model_dir=args.model, adapter_dir=args.adapter)
     runtime.predicates = catalogue_keys(args.phrasings)
     return runtime

@@ -193,6 +193,8 @@ def evaluate(
     ledger_rows: list[dict] = []
 
     def answer(name, system, tl, session, state, views):
+        if name in cfg.write_only:
+            return
         questions = session["questions"]
         reader = "rule" if cfg.reader == "rule" else system.reader_model()
         if cfg.reader == "rule":

@@ -45,6 +45,8 @@ class EvalConfig:
     reader_model: str = "adapter"
     #: hold model writers to the program grammar of their ledger (``clerk.models.constrained``).
     constrained: bool = True
+    #: systems whose writes are scored but whose memory is not read (no questions answered).
+    write_only: tuple[str, ...] = ()
     #: cap on view tokens for transcript views; -1 = the reader's context minus the prompt reserve.
     max_read_tokens: int = -1
     #: token budget of the add-only view; -1 = the token count of the gold (oracle) ledger view at

@@ -15,3 +15,12 @@ class ClerkMemory(ModelLedgerSystem):
 
     version = "1"
     writer_kind = "adapter"
+
+
+@register_memory("clerk-unconstrained")
+class UnconstrainedClerkMemory(ClerkMemory):
+    """The same trained policy decoded without the program grammar: what constrained decoding adds
+    (run write-only in the default profile: its writes are scored, its ledger is not read)."""
+
+    version = "1"
+    constrained = False

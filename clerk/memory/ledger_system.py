@@ -100,6 +100,8 @@ class ModelLedgerSystem(LedgerSystem):
 
     #: which model writes: "base" or "adapter".
     writer_kind: str = "base"
+    #: decode under the program grammar: None = as the run's config says (``constrained``).
+    constrained: bool | None = None
 
     def messages(self, state: list, session: dict) -> list[dict]:
         """The writer's prompt for one persona (the trained policy's by default)."""
@@ -117,7 +119,7 @@ class ModelLedgerSystem(LedgerSystem):
         model, tok = self.rt.model(self.writer_kind)
         texts = [chat_prompt(tok, self.messages(state, session)) for state, session in zip(states, sessions)]
         grammars = None
-        if self.rt.config.constrained:
+        if self.rt.config.constrained if self.constrained is None else self.constrained:
             grammars = [program_grammar(state, tl["name"], self.rt.predicates) for state, tl in zip(states, timelines)]
         outputs = greedy_generate(model, tok, texts, max_new_tokens=self.rt.config.max_new_tokens,
                                   batch_size=self.rt.config.batch_size, grammars=grammars,

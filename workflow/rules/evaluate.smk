@@ -32,13 +32,14 @@ rule evaluate:
         reader_model=lookup(dpath="evaluate/reader_model", within=config),
         constrained=lambda wc: "--constrained" if config["evaluate"]["constrained"] else "--no-constrained",
         phrasings=lambda wc: f"--phrasings {config['data']['phrasings']}" if config["data"].get("phrasings") else "",
+        write_only=lambda wc: " ".join(config["evaluate"].get("write_only", [])),
         dtype=lookup(dpath="evaluate/dtype", within=config),
     shell:
         "clerk evaluate --timelines {input.timelines} --model {input.model}"
         " --adapter {input.adapter} --systems {params.systems} --window-k {params.window_k}"
         " --rag-k {params.rag_k} --max-new-tokens {params.max_new_tokens}"
         " --batch-size {params.batch_size} --reader-model {params.reader_model}"
-        " {params.constrained} {params.phrasings} --dtype {params.dtype}"
+        " {params.constrained} {params.phrasings} --write-only {params.write_only} --dtype {params.dtype}"
         " --threads 1 --quiet --out {params.outdir} > {log} 2>&1"
 
 
