@@ -24,10 +24,14 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-#: Gold answer for a predicate that was never stated.
-UNKNOWN_ANSWER = "I don't know."
-#: Gold answer for a fact that was retracted (tombstoned).
-NEGATED_ANSWER = "That is no longer the case."
+#: Gold answer for a predicate that was never stated (SPEC §2's fixed "I don't know" phrase). One
+#: token: the MC reader's length-normalised score of a long fixed phrase is inflated by its
+#: predictable continuation ("I" -> " don't know."), which then outscores a stated value
+#: (benchmarks/reader-levers.md).
+UNKNOWN_ANSWER = "unknown"
+#: Gold answer for a fact that was retracted (tombstoned): SPEC §2's fixed "no longer the case"
+#: phrase, short for the same reason.
+NEGATED_ANSWER = "no longer"
 
 #: ChatML with ``{% generation %}`` markers around assistant content, so TRL's
 #: ``assistant_only_loss`` can mask everything else. Used for every model (the GGUF's own template
@@ -136,23 +140,26 @@ def prompted_messages(ledger_text: str, transcript: str) -> list[dict[str, str]]
 
 
 def reader_ledger(ledger: list[dict[str, Any]]) -> str:
-    """The reader's view of a ledger: one ``fact=value`` line per occupied slot in index order,
-    `` (was <prev>)`` after a superseded value and `` (no longer)`` on a tombstoned fact. The
+    """The reader's view of a ledger: one ``<fact>: <value>`` line per occupied slot in index order,
+    the predicate key in words; `` (before: <prev>)`` after a superseded value; a tombstoned fact
+    reads ``<fact>: no longer (was <value>)`` (the fixed phrase is :data:`NEGATED_ANSWER`). The
     policy reads the exact serialization instead (``ledger.serialize``); the reader needs only
     what answers a question, so its view is short (this length is the read cost reported).
 
-    >>> reader_ledger([{"i": 0, "s": "A", "p": "job", "o": "chef", "prev": "nurse", "v": 0, "born": 0, "t": 1, "uses": 0}, {"i": 1}])
-    'job=chef (was nurse) (no longer)'
+    >>> reader_ledger([{"i": 0, "s": "A", "p": "work_project", "o": "the portal", "prev": "the app", "v": 1, "born": 0, "t": 1, "uses": 0},
+    ...                {"i": 1, "s": "A", "p": "pet", "o": "cat", "prev": None, "v": 0, "born": 0, "t": 1, "uses": 0}, {"i": 2}])
+    'work project: the portal (before: the app)\\npet: no longer (was cat)'
     """
     lines = []
     for slot in ledger:
         if "s" not in slot:
             continue
-        line = f"{slot['p']}={slot['o']}"
-        if slot["prev"] is not None:
-            line += f" (was {slot['prev']})"
-        if not slot["v"]:
-            line += " (no longer)"
+        name = slot["p"].replace("_", " ")
+        before = "" if slot["prev"] is None else f"before: {slot['prev']}"
+        if slot["v"]:
+            line = f"{name}: {slot['o']}" + (f" ({before})" if before else "")
+        else:
+            line = f"{name}: {NEGATED_ANSWER} (was {slot['o']}" + (f"; {before})" if before else ")")
         lines.append(line)
     return "\n".join(lines) if lines else EMPTY_MEMORY
 
