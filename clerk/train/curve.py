@@ -7,6 +7,8 @@ never a test split) against their gold ``ledger_before`` (teacher-forced ledgers
 is scored on its own, so an early mistake does not compound), through the same writer as the
 evaluation (the ``clerk`` memory system: same prompt, program language and constrained
 decoding), and scores them against the gold programs (``metrics.op_scores``, micro-averaged).
+The final adapter is also decoded without the grammar (``constrained`` false): what the
+constrained decoder adds, measured on validation personas.
 
     clerk learning-curve --timelines results/data/137/train.jsonl --sft results/sft/137 \\
         --model resources/models/smollm2-135m --adapter results/train/137 --out results/curve/137.csv
@@ -22,8 +24,8 @@ from typing import Any
 
 from clerk.errors import UserError
 
-COLUMNS = ("step", "examples_seen", "sessions", "op_f1", "add_f1", "update_f1", "tombstone_f1", "evict_f1",
-           "parse_failure_rate")
+COLUMNS = ("step", "examples_seen", "constrained", "sessions", "op_f1", "add_f1", "update_f1", "tombstone_f1",
+           "evict_f1", "parse_failure_rate")
 
 
 def validation_sessions(timelines: list[dict], sft_dir: Path, limit: int) -> list[tuple[dict, dict]]:
@@ -76,14 +78,16 @@ def learning_curve(args: Any) -> list[dict[str, Any]]:
     if not points or points[-1][0] != final["steps"]:
         points.append((final["steps"], adapter))
     pairs = validation_sessions(load_timelines_file(args.timelines), Path(args.sft), args.sessions)
-    eval_config = EvalConfig(max_new_tokens=args.max_new_tokens, batch_size=args.batch_size, dtype=args.dtype,
-                             constrained=args.constrained)
     predicates = catalogue_keys(args.phrasings)
+    runs = [(step, path, True) for step, path in points] + [(points[-1][0], points[-1][1], False)]
     rows = []
-    for step, path in points:
-        row = {"step": step, "examples_seen": step * per_step,
+    for step, path, constrained in runs:
+        eval_config = EvalConfig(max_new_tokens=args.max_new_tokens, batch_size=args.batch_size, dtype=args.dtype,
+                                 constrained=constrained)
+        row = {"step": step, "examples_seen": step * per_step, "constrained": constrained,
                **score_adapter(args.model, path, pairs, eval_config, predicates)}
-        print(f"clerk learning-curve: step {step}: op-F1 {row['op_f1']:.3f}", file=sys.stderr)
+        print(f"clerk learning-curve: step {step} ({'constrained' if constrained else 'free'}): "
+              f"op-F1 {row['op_f1']:.3f}", file=sys.stderr)
         rows.append(row)
     return rows
 
@@ -101,8 +105,6 @@ def main(args: Any) -> None:
 
 def register_cli(sub: Any) -> None:
     """Add the ``learning-curve`` verb."""
-    import argparse
-
     from clerk.memory.base import DTYPES
 
     p = sub.add_parser("learning-curve", help="validation op-F1 of a run's adapter snapshots (the learning curve)",
@@ -115,8 +117,6 @@ def register_cli(sub: Any) -> None:
     p.add_argument("--sessions", type=int, default=0, metavar="N", help="validation sessions scored (0 = all; default 0)")
     p.add_argument("--max-new-tokens", dest="max_new_tokens", type=int, default=96, help="generation cap (default 96)")
     p.add_argument("--batch-size", dest="batch_size", type=int, default=16, help="generation batch (default 16)")
-    p.add_argument("--constrained", action=argparse.BooleanOptionalAction, default=True,
-                   help="grammar-constrained decoding, as the evaluation (default: on)")
     p.add_argument("--phrasings", default=None, metavar="FILE", help="catalogue of the predicate keys (default: built-in)")
     p.add_argument("--dtype", choices=DTYPES, default="float32", help="inference dtype (default float32)")
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads; 0 = torch's default")

@@ -75,11 +75,10 @@ rule learning_curve:
         sessions=lookup(dpath="train/curve_sessions", within=config),
         max_new_tokens=lookup(dpath="evaluate/max_new_tokens", within=config),
         batch_size=lookup(dpath="evaluate/batch_size", within=config),
-        constrained=lambda wc: "--constrained" if config["evaluate"]["constrained"] else "--no-constrained",
         phrasings=lambda wc: f"--phrasings {config['data']['phrasings']}" if config["data"].get("phrasings") else "",
         dtype=lookup(dpath="evaluate/dtype", within=config),
     shell:
         "clerk learning-curve --timelines {input.timelines} --sft {input.sft} --model {input.model}"
         " --adapter {input.adapter} --sessions {params.sessions} --max-new-tokens {params.max_new_tokens}"
-        " --batch-size {params.batch_size} {params.constrained} {params.phrasings} --dtype {params.dtype}"
+        " --batch-size {params.batch_size} {params.phrasings} --dtype {params.dtype}"
         " --threads 1 --out {output.csv} > {log} 2>&1"
