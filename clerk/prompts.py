@@ -181,5 +181,21 @@ def answer_messages(memory_text: str, question: str, answer: str | None = None) 
     return messages
 
 
+def answer_turns(memory_text: str, qa: list[tuple[str, str]]) -> list[dict[str, str]]:
+    """Several questions over one view as one conversation (SFT): the first asked with the view
+    (:func:`answer_messages`), each further one as a user turn ``Q: <question>`` after the
+    previous answer. The reader is evaluated one question at a time, but the view, the costly part
+    of an example, is then trained on once for all of a session's questions.
+
+    >>> [m["content"] for m in answer_turns("city: Oslo", [("Where?", "Oslo"), ("Job?", "unknown")])]
+    ['city: Oslo\\nQ: Where?', 'Oslo', 'Q: Job?', 'unknown']
+    """
+    (question, answer), rest = qa[0], qa[1:]
+    messages = answer_messages(memory_text, question, answer)
+    for question, answer in rest:
+        messages += [{"role": "user", "content": f"{QUESTION_MARK}{question}"}, {"role": "assistant", "content": answer}]
+    return messages
+
+
 #: Where the per-question part of an answer prompt starts (after the view's last newline).
 QUESTION_MARK = "Q: "

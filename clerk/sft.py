@@ -16,10 +16,11 @@ Columns: ``messages`` (list of ``{role, content}``; the assistant turn is the ta
 when ``val_fraction > 0`` and at most all but one, are drawn with a seeded ``random.Random`` from
 the sorted persona names; every example of a persona lands in the same split.
 
-**Mixture ratio.** Within each split, ``n_answer = round_half_up(answer_ratio * n_consolidate)``,
-shared out over the view kinds by ``answer_views`` weights (largest remainders). Each kind's
-examples are drawn from that split's pool of (question, view of that kind) pairs (in file
-order): ``n // pool`` full passes over the pool, then a seeded sample without replacement for
+**Mixture ratio.** Within each split, ``n_answer = round_half_up(answer_ratio * n_consolidate)``
+ANSWER rows, shared out over the view kinds by ``answer_views`` weights (largest remainders). A
+row is one view with every question of its session that sees that view, asked in turn
+(``prompts.answer_turns``: the view is trained on once for all of them). Each kind's rows are
+drawn from that split's pool of (session, view of that kind) groups (in file order): ``n // pool`` full passes over the pool, then a seeded sample without replacement for
 the remainder, so a question is repeated only when the ratio asks for more answers than there
 are questions. An empty pool gives no answer examples (the stats say so). ``evict_weight``
 repeats each CONSOLIDATE example whose gold program evicts that many times (1 = no
@@ -169,9 +170,9 @@ def consolidate_example(timeline: dict[str, Any], session: dict[str, Any]) -> di
     return {"messages": messages, "task": "consolidate", "persona": timeline["name"], "session": session["index"]}
 
 
-def answer_example(timeline: dict[str, Any], session: dict[str, Any], question: dict[str, Any], view: str) -> dict[str, Any]:
-    """The ANSWER row of one question over one view -> the gold answer."""
-    messages = prompts.answer_messages(view, question["question"], question["answer"])
+def answer_example(timeline: dict[str, Any], session: dict[str, Any], questions: list[dict[str, Any]], view: str) -> dict[str, Any]:
+    """The ANSWER row of one view: its questions in turn, each -> the gold answer (``prompts.answer_turns``)."""
+    messages = prompts.answer_turns(view, [(q["question"], q["answer"]) for q in questions])
     return {"messages": messages, "task": "answer", "persona": timeline["name"], "session": session["index"]}
 
 
@@ -280,9 +281,9 @@ def build_rows(timelines: list[dict[str, Any]], config: SFTDataConfig, runtime: 
         shares = view_shares(round_half_up(config.answer_ratio * len(consolidate)), config.answer_views)
         examples, pools[split] = consolidate, {}
         for kind, n in shares.items():
-            pool = [(tl, s, q, text) for k, tl, s, q, text in views if k == kind and assignment[tl["name"]] == split]
+            pool = [(tl, s, text, qs) for k, tl, s, text, qs in views if k == kind and assignment[tl["name"]] == split]
             drawn = _answer_draw(pool, n, derived_rng(config.seed, f"answers:{split}:{kind}"))
-            examples = examples + [{**answer_example(tl, s, q, text), "view": kind} for tl, s, q, text in drawn]
+            examples = examples + [{**answer_example(tl, s, qs, text), "view": kind} for tl, s, text, qs in drawn]
             pools[split][kind] = len(pool)
         examples = [{"view": "", **row} if "view" not in row else row for row in examples]
         derived_rng(config.seed, f"shuffle:{split}").shuffle(examples)

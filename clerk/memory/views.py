@@ -21,8 +21,10 @@ from clerk.errors import UserError
 VIEW_KINDS = ("ledger", "full", "window", "rag", "add-only")
 
 
-def question_views(timelines: list[dict], kinds: list[str], runtime: Any) -> Iterator[tuple[str, dict, dict, dict, str]]:
-    """``(kind, timeline, session, question, view text)`` for every question and kind, in file order.
+def question_views(timelines: list[dict], kinds: list[str], runtime: Any) -> Iterator[tuple[str, dict, dict, str, list[dict]]]:
+    """``(kind, timeline, session, view text, questions)`` for every session and kind, in file order:
+    the questions of a session that see the same view text are grouped (all of them for every kind
+    but ``rag``, whose view depends on the question).
 
     Args:
         timelines: persona timelines (SPEC format, with gold ``ledger_before``).
@@ -43,12 +45,15 @@ def question_views(timelines: list[dict], kinds: list[str], runtime: Any) -> Ite
         for session in tl["sessions"]:
             for k, system in systems.items():
                 states[k] = system.on_questions(states[k], tl, session)
-            for question in session.get("questions") or []:
-                for kind in kinds:
+            for kind in kinds:
+                groups: dict[str, list[dict]] = {}
+                for question in session.get("questions") or []:
                     if kind == "ledger":
                         text = prompts.reader_ledger(session["ledger_before"])
                     else:
                         text = systems[kind].view(states[kind], tl, session, question).text
-                    yield kind, tl, session, question, text
+                    groups.setdefault(text, []).append(question)
+                for text, questions in groups.items():
+                    yield kind, tl, session, text, questions
             for k, system in systems.items():
                 states[k] = system.write([states[k]], [tl], [session])[0].state

@@ -24,7 +24,7 @@ from typing import Any
 
 from clerk.errors import UserError
 
-COLUMNS = ("step", "examples_seen", "constrained", "sessions", "op_f1", "add_f1", "update_f1", "tombstone_f1",
+COLUMNS = ("point", "step", "examples_seen", "constrained", "sessions", "op_f1", "add_f1", "update_f1", "tombstone_f1",
            "evict_f1", "parse_failure_rate")
 
 
@@ -79,12 +79,14 @@ def learning_curve(args: Any) -> list[dict[str, Any]]:
         points.append((final["steps"], adapter))
     pairs = validation_sessions(load_timelines_file(args.timelines), Path(args.sft), args.sessions)
     predicates = catalogue_keys(args.phrasings)
-    runs = [(step, path, True) for step, path in points] + [(points[-1][0], points[-1][1], False)]
+    # point: "snapshot" | "final" (the trained adapter) | "free" (the final adapter, no grammar).
+    runs = [("snapshot", step, path, True) for step, path in points[:-1]]
+    runs += [("final", points[-1][0], points[-1][1], True), ("free", points[-1][0], points[-1][1], False)]
     rows = []
-    for step, path, constrained in runs:
+    for point, step, path, constrained in runs:
         eval_config = EvalConfig(max_new_tokens=args.max_new_tokens, batch_size=args.batch_size, dtype=args.dtype,
                                  constrained=constrained)
-        row = {"step": step, "examples_seen": step * per_step, "constrained": constrained,
+        row = {"point": point, "step": step, "examples_seen": step * per_step, "constrained": constrained,
                **score_adapter(args.model, path, pairs, eval_config, predicates)}
         print(f"clerk learning-curve: step {step} ({'constrained' if constrained else 'free'}): "
               f"op-F1 {row['op_f1']:.3f}", file=sys.stderr)
