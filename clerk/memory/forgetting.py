@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from clerk.store.scrub import REDACTED, free_predicate, redact, value_pattern
 
-__all__ = ["FORGET_ACTIONS", "REDACTED", "free_predicate", "redact", "scrub_session", "value_pattern"]
+__all__ = ["FORGET_ACTIONS", "REDACTED", "free_predicate", "redact", "redact_indexed", "scrub_session", "value_pattern"]
 
 #: ``MemorySystem.forget_action`` values -> what the paper's table calls them.
 FORGET_ACTIONS = {"free-slot": "slot freed", "redact": "values redacted", "nothing": "nothing stored"}
@@ -52,3 +52,25 @@ def scrub_session(session: dict, values: list[str]) -> dict:
         if isinstance(session.get(name), str):
             out[name] = redact(session[name], pattern)
     return out
+
+
+def redact_indexed(texts: list[str], tokens: list[list[str]], values: list[str], content, tokenize):
+    """Redact ``values`` from indexed texts and re-tokenize the changed ones for the BM25 index.
+
+    Args:
+        texts: the remembered texts (rag's turn lines, summary-rag's summary blocks).
+        tokens: their index tokens, one list per text.
+        values: the forgotten values.
+        content: text -> the part the index holds (the line after its header).
+        tokenize: texts -> token lists (the system's BM25 tokenizer).
+
+    Returns:
+        (redacted texts, their tokens); unchanged texts keep their tokens.
+    """
+    pattern = value_pattern(values)
+    out_texts, out_tokens = [], []
+    for text, toks in zip(texts, tokens):
+        scrubbed = redact(text, pattern)
+        out_texts.append(scrubbed)
+        out_tokens.append(toks if scrubbed == text else tokenize([content(scrubbed)])[0])
+    return out_texts, out_tokens

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clerk.memory.base import MemorySystem, View, WriteResult
-from clerk.memory.forgetting import redact, value_pattern
+from clerk.memory.forgetting import redact_indexed
 from clerk.memory.registry import register_memory
 from clerk.memory.text import session_header
 
@@ -89,11 +89,6 @@ class RagMemory(MemorySystem):
     def forget(self, state: RagState, timeline: dict, pred: str, values: list[str]) -> RagState:
         """Redact ``values`` from every remembered turn and rebuild the BM25 index from the
         redacted contents, so the index input holds no forgotten value (:mod:`clerk.memory.forgetting`)."""
-        pattern = value_pattern(values)
-        lines, tokens = [], []
-        for line, toks in zip(state.lines, state.tokens):
-            scrubbed = redact(line, pattern)
-            lines.append(scrubbed)
-            # The index input is the turn's content: the line after "[session k] role: ".
-            tokens.append(toks if scrubbed == line else _tokenize([scrubbed.split(": ", 1)[1]])[0])
+        # The index input is the turn's content: the line after "[session k] role: ".
+        lines, tokens = redact_indexed(state.lines, state.tokens, values, lambda line: line.split(": ", 1)[1], _tokenize)
         return RagState(lines, tokens, build_index(tokens))

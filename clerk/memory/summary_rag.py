@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clerk.memory.base import MemorySystem, View, WriteResult
-from clerk.memory.forgetting import redact, value_pattern
+from clerk.memory.forgetting import redact_indexed
 from clerk.memory.rag import build_index, top_k
 from clerk.memory.registry import register_memory
 from clerk.memory.text import fit_newest, session_header
@@ -101,11 +101,6 @@ class SummaryRagMemory(MemorySystem):
     def forget(self, state: SummaryState, timeline: dict, pred: str, values: list[str]) -> SummaryState:
         """Redact ``values`` from every remembered summary block and rebuild the BM25 index from
         the redacted summaries (:mod:`clerk.memory.forgetting`)."""
-        pattern = value_pattern(values)
-        blocks, tokens = [], []
-        for block, toks in zip(state.blocks, state.tokens):
-            scrubbed = redact(block, pattern)
-            blocks.append(scrubbed)
-            # The index input is the summary: the block after its header line.
-            tokens.append(toks if scrubbed == block else _tokenize([scrubbed.split("\n", 1)[1]])[0])
+        # The index input is the summary: the block after its header line.
+        blocks, tokens = redact_indexed(state.blocks, state.tokens, values, lambda b: b.split("\n", 1)[1], _tokenize)
         return SummaryState(blocks, tokens, build_index(tokens))
