@@ -65,12 +65,13 @@ def render_program(ledger: L.Ledger, program: L.Program, now: int = 0) -> str:
     """
     lines, current = [], ledger
     for op in program:
+        after, _ = L.reduce(current, [op], now, strict=True)  # first: an invalid op raises, whatever its fields
         kind = op["op"]
         if kind in ("ADD", "UPDATE"):
             lines.append(f"{kind} {op['p']} {op['o']}")
         else:
             lines.append(f"{kind} {current[op['i']]['p']}")
-        current, _ = L.reduce(current, [op], now, strict=True)
+        current = after
     return "\n".join(lines)
 
 
