@@ -44,6 +44,12 @@ _LINE = re.compile(r"^(ADD|UPDATE) ([a-z][a-z0-9_]*) (\S(?:.*\S)?)$|^(TOMBSTONE|
 #: Longest value the constrained grammar lets a writer emit (characters); the catalogue's longest
 #: value is 28.
 MAX_VALUE_CHARS = 60
+#: Grammar character classes (Rust regex syntax) of a value's characters: ``_VALUE_CHAR`` excludes
+#: every line boundary of ``str.splitlines``, ``_VALUE_END`` also every character ``str.strip``
+#: removes (Unicode White_Space, ``\s``, plus the separators U+001C..U+001F), so a program the
+#: grammar accepts compiles line for line.
+_VALUE_CHAR = r"[^\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]"
+_VALUE_END = r"[^\s\x1c-\x1f]"
 
 
 @dataclass
@@ -181,5 +187,7 @@ def program_grammar(ledger: L.Ledger, subject: str, predicates: Iterable[str] | 
                 rules.append(f"p{f}_{here}: {' | '.join(steps)}" if steps else f'p{f}_{here}: "\\u0000"')
     rules += [f"{name}: {body}" for name, body in keys.items() if body]
     rules += [f"{name}: {body}" for name, body in forms.items()]
-    rules.append(f"value: /[^\\n ]([^\\n]{{0,{MAX_VALUE_CHARS - 2}}}[^\\n ])?/")
+    # A value is one line as compile_program reads lines (str.splitlines, then strip): no line
+    # boundary of Python's inside it, no whitespace of Python's at either end.
+    rules.append(f"value: /{_VALUE_END}({_VALUE_CHAR}{{0,{MAX_VALUE_CHARS - 2}}}{_VALUE_END})?/")
     return "\n".join(rules) + "\n"
