@@ -220,6 +220,48 @@ class TestLedgerSystems:
         assert text.startswith(prefix) and text[len(prefix):].startswith("<|im_start|>user\n" + L.serialize(state))
 
 
+class TestModelWriters:
+    @pytest.mark.parametrize("constrained", [True, False])
+    def test_propose_wires_grammar_prefix_and_compiler(self, tokenizer, monkeypatch, constrained):
+        """A model writer hands the decoder one program grammar per persona (its ledger, the catalogue's
+        keys) when constrained and none otherwise, prompted-ledger's shared prefix, and compiles each
+        output against that persona's ledger."""
+        import clerk.models.decoding as decoding
+        from clerk.program import program_grammar
+        from clerk.prompts import CHAT_TEMPLATE
+
+        tokenizer.chat_template = CHAT_TEMPLATE
+        calls = []
+
+        def fake_generate(model, tok, texts, max_new_tokens, batch_size, grammars=None, shared_prefix=None):
+            calls.append({"texts": texts, "grammars": grammars, "prefix": shared_prefix, "cap": max_new_tokens})
+            return ["UPDATE job chef\nADD car Fiat", "not a program"][: len(texts)]
+
+        monkeypatch.setattr(decoding, "greedy_generate", fake_generate)
+        rt = _runtime(tokenizer, constrained=constrained, max_new_tokens=9)
+        rt.predicates = ["job", "car", "city"]
+        rt._models = {"base": ("model", tokenizer), "adapter": ("model", tokenizer)}  # the decoder is faked
+        timelines = two_personas()
+        states = [tl["sessions"][2]["ledger_before"] for tl in timelines]
+        sessions = [tl["sessions"][2] for tl in timelines]
+        for name in ("clerk", "prompted-ledger"):
+            system = MEMORY_REGISTRY.get(name)(rt)
+            proposals = system.propose(states, timelines, sessions)
+            call = calls[-1]
+            assert call["cap"] == 9 and len(call["texts"]) == 2
+            if constrained:
+                assert call["grammars"] == [program_grammar(st, tl["name"], rt.predicates) for st, tl in zip(states, timelines)]
+            else:
+                assert call["grammars"] is None
+            assert (call["prefix"] is None) == (name == "clerk")
+            assert all(text.startswith(call["prefix"] or "") for text in call["texts"])
+            ari, bo = proposals
+            assert ari.program == [{"op": "UPDATE", "i": L.find(states[0], "Ari", "job"), "s": "Ari", "p": "job", "o": "chef"},
+                                   {"op": "ADD", "s": "Ari", "p": "car", "o": "Fiat"}]
+            assert (ari.parse_failed, bo.parse_failed, bo.program) == (False, True, [])
+            assert ari.write_tokens == rt.count_tokens("UPDATE job chef\nADD car Fiat")
+
+
 class TestTranscriptViews:
     def test_full_shows_every_earlier_session(self, tokenizer):
         """The full view holds sessions 0..t-1 and never the current session."""
