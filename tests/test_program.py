@@ -313,10 +313,10 @@ class TestConstrainedDecoding:
         the same model writes no program."""
         from clerk.models.decoding import greedy_generate
 
-        chosen, texts = _prompts(tokenizer, split, 12)
+        chosen, texts = _prompts(tokenizer, split, 8)
         keys = catalogue_keys(None)
         grammars = [program_grammar(s["ledger_before"], tl["name"], keys) for tl, s in chosen]
-        outs = greedy_generate(tiny, tokenizer, texts, max_new_tokens=200, batch_size=4, grammars=grammars)
+        outs = greedy_generate(tiny, tokenizer, texts, max_new_tokens=160, batch_size=4, grammars=grammars)
         n_ops = 0
         for (tl, s), out in zip(chosen, outs):
             got = compile_program(out, s["ledger_before"], tl["name"], s["index"])

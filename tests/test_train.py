@@ -272,12 +272,13 @@ class TestBench:
 
 
 
-class TestSnapshots:
-    @pytest.fixture(scope="class")
-    def snapped(self, workdir):
-        """A 5-step run with an adapter snapshot every 2 steps."""
-        return run_training(config(workdir, "snap", max_steps=5, snapshot_steps=2, save_steps=2, eval=False))
+@pytest.fixture(scope="module")
+def snapped(workdir):
+    """A 5-step run with an adapter snapshot every 2 steps."""
+    return run_training(config(workdir, "snap", max_steps=5, snapshot_steps=2, save_steps=2, eval=False))
 
+
+class TestSnapshots:
     def test_snapshots_written_and_copied(self, snapped):
         """OUT/snapshots holds one adapter per N steps with snapshot.json (step, examples seen); the
         checkpoint directory they were written into is gone."""
