@@ -44,6 +44,12 @@ _LINE = re.compile(r"^(ADD|UPDATE) ([a-z][a-z0-9_]*) (\S(?:.*\S)?)$|^(TOMBSTONE|
 #: Longest value the constrained grammar lets a writer emit (characters); the catalogue's longest
 #: value is 28.
 MAX_VALUE_CHARS = 60
+#: Grammar character classes (Rust regex syntax) of a value's characters: ``_VALUE_CHAR`` excludes
+#: every line boundary of ``str.splitlines``, ``_VALUE_END`` also every character ``str.strip``
+#: removes (Unicode White_Space, ``\s``, plus the separators U+001C..U+001F), so a program the
+#: grammar accepts compiles line for line.
+_VALUE_CHAR = r"[^\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]"
+_VALUE_END = r"[^\s\x1c-\x1f]"
 
 
 @dataclass
@@ -65,12 +71,13 @@ def render_program(ledger: L.Ledger, program: L.Program, now: int = 0) -> str:
     """
     lines, current = [], ledger
     for op in program:
+        after, _ = L.reduce(current, [op], now, strict=True)  # first: an invalid op raises, whatever its fields
         kind = op["op"]
         if kind in ("ADD", "UPDATE"):
             lines.append(f"{kind} {op['p']} {op['o']}")
         else:
             lines.append(f"{kind} {current[op['i']]['p']}")
-        current, _ = L.reduce(current, [op], now, strict=True)
+        current = after
     return "\n".join(lines)
 
 
@@ -137,34 +144,50 @@ def program_grammar(ledger: L.Ledger, subject: str, predicates: Iterable[str] | 
     UPDATE and EVICT may name only keys present in the ledger, TOMBSTONE only active ones, ADD
     only keys absent from it (from ``predicates`` when given: the catalogue's keys; else any
     snake_case key). Values are one line of at most :data:`MAX_VALUE_CHARS` characters. The
-    grammar also counts free slots: nonterminal ``p<f>`` is a program that may use ``f`` free
-    slots, so an ADD is only possible while one is free and an EVICT (of a slot the writer picks)
-    frees one. Which facts to write, and which slot to evict to make room, stay the writer's
-    choice. (Keys are those of the ledger *before* the program: a key evicted earlier in the same
-    program is still offered, so a program can still hold an invalid op.)
+    grammar also counts free slots, so an ADD is only possible while one is free and an EVICT
+    (of a slot the writer picks) frees one. Which facts to write, and which slot to evict to make
+    room, stay the writer's choice.
+
+    The key sets are those of the ledger *before* the program until the program itself changes
+    which keys are held: after its first ADD, UPDATE/TOMBSTONE/EVICT may also name any key an ADD
+    may write (the key just added, e.g. a gold program that adds a fact and then evicts it to make
+    room for another); after its first EVICT, an ADD may also name a key held before (an evicted
+    fact added back). Nonterminal ``p<f>_<e><a>`` is a program that may use ``f`` free slots,
+    with ``e``/``a`` = whether an EVICT/ADD came before. Every gold program is accepted; a program
+    can still hold an invalid op (e.g. a key evicted earlier in the same program).
     """
     held = sorted(slot["p"] for slot in L.occupied(ledger) if slot["s"] == subject)
     active = sorted(slot["p"] for slot in L.occupied(ledger) if slot["s"] == subject and slot["v"] == 1)
     if predicates is None:
-        add_key = "/[a-z][a-z0-9_]{0,30}/"
+        fresh_key = any_key = "/[a-z][a-z0-9_]{0,30}/"
     else:
         fresh = sorted(set(predicates) - set(held))
-        add_key = f"({_alternatives(fresh)})" if fresh else None
-    forms = {
-        "add": f'"ADD " {add_key} " " value' if add_key else None,
-        "update": f'"UPDATE " ({_alternatives(held)}) " " value' if held else None,
-        "tombstone": f'"TOMBSTONE " ({_alternatives(active)})' if active else None,
-        "evict": f'"EVICT " ({_alternatives(held)})' if held else None,
-    }
+        fresh_key = _alternatives(fresh) if fresh else None
+        any_key = _alternatives(set(predicates) | set(held)) if set(predicates) | set(held) else None
+    keys = {"held_key": _alternatives(held) if held else None,
+            "active_key": _alternatives(active) if active else None,
+            "fresh_key": fresh_key, "any_key": any_key}
+    # The op forms by phase: a0/a1 = before/after the program's first ADD, e0/e1 = before/after its first EVICT.
+    uses = {"update_a0": ('"UPDATE " ', "held_key", ' " " value'), "update_a1": ('"UPDATE " ', "any_key", ' " " value'),
+            "tombstone_a0": ('"TOMBSTONE " ', "active_key", ""), "tombstone_a1": ('"TOMBSTONE " ', "any_key", ""),
+            "evict_a0": ('"EVICT " ', "held_key", ""), "evict_a1": ('"EVICT " ', "any_key", ""),
+            "add_e0": ('"ADD " ', "fresh_key", ' " " value'), "add_e1": ('"ADD " ', "any_key", ' " " value')}
+    forms = {name: f"{head}{key}{tail}" for name, (head, key, tail) in uses.items() if keys[key]}
     budget, free = len(ledger), sum(1 for slot in ledger if L.is_free(slot))
-    rules = [f"start: p{free}?"]
+    rules = [f"start: p{free}_00?"]
     for f in range(budget + 1):
-        steps = [f'{name} ("\\n" p{f})?' for name in ("update", "tombstone") if forms[name]]
-        if forms["add"] and f > 0:
-            steps.append(f'add ("\\n" p{f - 1})?')
-        if forms["evict"] and f < budget:
-            steps.append(f'evict ("\\n" p{f + 1})?')
-        rules.append(f"p{f}: {' | '.join(steps)}" if steps else f'p{f}: "\\u0000"')
-    rules += [f"{name}: {body}" for name, body in forms.items() if body]
-    rules.append(f"value: /[^\\n ]([^\\n]{{0,{MAX_VALUE_CHARS - 2}}}[^\\n ])?/")
+        for e in (0, 1):
+            for a in (0, 1):
+                here = f"{e}{a}"
+                steps = [f'{name} ("\\n" p{f}_{here})?' for name in (f"update_a{a}", f"tombstone_a{a}") if name in forms]
+                if f"add_e{e}" in forms and f > 0:
+                    steps.append(f'add_e{e} ("\\n" p{f - 1}_{e}1)?')
+                if f"evict_a{a}" in forms and f < budget:
+                    steps.append(f'evict_a{a} ("\\n" p{f + 1}_1{a})?')
+                rules.append(f"p{f}_{here}: {' | '.join(steps)}" if steps else f'p{f}_{here}: "\\u0000"')
+    rules += [f"{name}: {body}" for name, body in keys.items() if body]
+    rules += [f"{name}: {body}" for name, body in forms.items()]
+    # A value is one line as compile_program reads lines (str.splitlines, then strip): no line
+    # boundary of Python's inside it, no whitespace of Python's at either end.
+    rules.append(f"value: /{_VALUE_END}({_VALUE_CHAR}{{0,{MAX_VALUE_CHARS - 2}}}{_VALUE_END})?/")
     return "\n".join(rules) + "\n"

@@ -58,9 +58,9 @@ END_OF_TURN = "<|im_end|>"
 #: instructions: it learned the task from examples.
 PROMPTED_SYSTEM = (
     "You are a memory manager. You keep a fixed number of memory slots about the user and update "
-    "them after every conversation. The memory lists the free slots, the user's name, then one slot "
-    "per line: index, u<times used>, t<session of last change>, b<session added>, an x if the fact "
-    "stopped being true, then fact=value and <previous value. Reply with one edit per line and "
+    "them after every conversation. The memory names the user, then lists one slot per line: index, "
+    "u<times used>, t<session of last change>, b<session added>, an x if the fact stopped being true, "
+    "then fact=value and <previous value; its last line lists the free slots. Reply with one edit per line and "
     "nothing else:\n"
     "ADD <fact> <value> when the user states a new fact (it takes a free slot);\n"
     "UPDATE <fact> <value> when a remembered fact changed;\n"
@@ -71,10 +71,10 @@ PROMPTED_SYSTEM = (
 #: Worked examples of the prompted baseline: (memory, user lines, program). Written for this prompt;
 #: they use facts and values of no test persona's.
 PROMPTED_EXAMPLES = (
-    ("free 2: 1 2\nsubject: Mia\n0 u0 t0 b0 job=nurse",
+    ("subject: Mia\n0 u0 t0 b0 job=nurse\nfree 2: 1 2",
      "Hi, Mia here.\nI quit nursing, I'm a chef now.\nThe weather is lovely.\nI live in Lisbon.",
      "UPDATE job chef\nADD city Lisbon"),
-    ("free 0:\nsubject: Tom\n2 u0 t1 b1 pet=a cat\n0 u1 t0 b0 city=Oslo\n1 u2 t1 b0 car=Fiat",
+    ("subject: Tom\n2 u0 t1 b1 pet=a cat\n0 u1 t0 b0 city=Oslo\n1 u2 t1 b0 car=Fiat\nfree 0:",
      "Hello, it's Tom.\nMy cat passed away, I have no pet now.\nI started playing the piano.",
      "TOMBSTONE pet\nEVICT pet\nADD instrument piano"),
 )

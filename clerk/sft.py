@@ -265,11 +265,16 @@ def build_rows(timelines: list[dict[str, Any]], config: SFTDataConfig, runtime: 
         and each split's question-pool size per view kind.
 
     Raises:
-        UserError: malformed timelines (see :func:`check_timelines`).
+        UserError: malformed timelines (see :func:`check_timelines`), or transcript view kinds
+            without a runtime.
     """
     from clerk.memory.views import question_views
 
     check_timelines(timelines)
+    transcript = [kind for kind in config.answer_views if kind != "ledger"]
+    if transcript and runtime is None:
+        raise UserError(f"answer view kinds {transcript} are transcript views, cut to the reader's token budget: "
+                        "they need a tokenizer (--tokenizer DIR, a model directory)")
     assignment = split_personas([tl["name"] for tl in timelines], config.seed, config.val_fraction)
     views = list(question_views(timelines, list(config.answer_views), runtime))
     rows: dict[str, list[dict]] = {}
@@ -428,7 +433,9 @@ def main(args: Any) -> None:
 
     config = SFTDataConfig(seed=args.seed, answer_ratio=args.answer_ratio, val_fraction=args.val_fraction,
                            answer_views=parse_weights(args.answer_views), evict_weight=args.evict_weight)
-    runtime = Runtime(EvalConfig(window_k=args.window_k, rag_k=args.rag_k), model_dir=args.tokenizer)
+    runtime = None
+    if args.tokenizer is not None:
+        runtime = Runtime(EvalConfig(window_k=args.window_k, rag_k=args.rag_k), model_dir=args.tokenizer)
     timelines = load_timelines(args.timelines)
     rows, info = build_rows(timelines, config, runtime)
     dataset_dict = to_dataset_dict(rows)

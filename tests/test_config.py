@@ -54,6 +54,15 @@ BAD_CONFIGS = [
                                      "[8, 12, 16, 24, 32] (table 4 reports that setting)"),
     ("streams.noise", 2, "config.streams.noise: 2 is not one of config.streams.noise_grid [1, 3, 6]"),
     ("train.lr_schedule", "cosine", "config.train: Additional properties are not allowed ('lr_schedule' was unexpected)"),
+    ("sft.answer_views", {"ledger": 1, "transcript": 1},
+     "config.sft.answer_views: 'transcript' is not one of ['ledger', 'full', 'window', 'rag', 'add-only']"),
+    ("sft.answer_views", {"ledger": 0}, "config.sft.answer_views.ledger: 0 is less than or equal to the minimum of 0"),
+    ("sft.answer_views", {}, "config.sft.answer_views: {} should be non-empty"),
+    ("sft.evict_weight", 0, "config.sft.evict_weight: 0 is less than the minimum of 1"),
+    ("train.snapshot_steps", -1, "config.train.snapshot_steps: -1 is less than the minimum of 0"),
+    ("train.curve_sessions", -1, "config.train.curve_sessions: -1 is less than the minimum of 0"),
+    ("evaluate.constrained", "yes", "config.evaluate.constrained: 'yes' is not of type 'boolean'"),
+    ("evaluate.baseline_reader", "base", "config.evaluate: Additional properties are not allowed ('baseline_reader' was unexpected)"),
 ]
 
 
@@ -110,8 +119,43 @@ class TestValidateConfig:
         del config["data"]["phrasings"]
         assert validate_config(config)["data"]["phrasings"] is None
 
+    def test_reader_policy_and_curve_defaults(self):
+        """Without them, writers are constrained, no snapshots are taken and a curve point scores 40 sessions."""
+        config = _default()
+        del config["evaluate"]["constrained"], config["train"]["snapshot_steps"], config["train"]["curve_sessions"]
+        config = validate_config(config)
+        assert (config["evaluate"]["constrained"], config["train"]["snapshot_steps"], config["train"]["curve_sessions"]) == (
+            True, 0, 40)
+
+    @pytest.mark.parametrize("field", ["sft.answer_views", "sft.evict_weight", "evaluate.reader_model"])
+    def test_required(self, field):
+        """The SFT view mixture, EVICT oversampling and the one reader must be stated."""
+        config = _default()
+        *parents, last = field.split(".")
+        del config[parents[0]][last]
+        with pytest.raises(ConfigError, match=f"'{last}' is a required property"):
+            validate_config(config)
+
+    def test_answer_view_kinds_are_the_readers_views(self):
+        """The view kinds config may name are exactly those clerk.memory.views builds."""
+        from clerk.memory.views import VIEW_KINDS
+
+        assert registry_enums()["view_kind"] == list(VIEW_KINDS)
+        for profile in PROFILES:
+            views = yaml.safe_load((ROOT / profile).read_text()).get("sft", {}).get("answer_views", {})
+            assert set(views) <= set(VIEW_KINDS), profile
+
 
 class TestRegistryBackedNames:
+    def test_doctests(self):
+        """clerk.config's examples hold (the registry-backed enums, view_kind among them)."""
+        import doctest
+
+        import clerk.config
+
+        result = doctest.testmod(clerk.config)
+        assert result.attempted > 0 and result.failed == 0
+
     def test_schema_file_lists_the_codes_names(self):
         """Each registry-backed enum in the schema file equals the code's set (validate_config uses
         the code's; this keeps the file, which users read, from drifting)."""

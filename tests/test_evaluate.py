@@ -119,10 +119,9 @@ class TestEvaluateEndToEnd:
         assert metrics["input"]["splits"] == ["test"] and metrics["input"]["seeds"] == [5]
         assert metrics["config"]["systems"] == ALL and metrics["config"]["max_read_tokens"] == 200
         assert set(metrics["versions"]) == {"clerk", *ALL}
+        assert metrics["config"]["reader_model"] == "adapter" and metrics["config"]["constrained"] is True
         readers = {name: m["reader"] for name, m in metrics["systems"].items()}
-        assert readers["clerk"] == {"method": "mc", "model": "adapter"}
-        assert readers["oracle"] == {"method": "mc", "model": "adapter"}
-        assert readers["prompted-ledger"] == readers["full"] == {"method": "mc", "model": "base"}
+        assert readers == {name: {"method": "mc", "model": "adapter"} for name in ALL}  # one reader for every system
 
     def test_oracle_is_exact(self, full_run):
         """The oracle's ledger matches gold after every session and its ops score 1.0."""
@@ -151,11 +150,74 @@ class TestEvaluateEndToEnd:
         """Re-running two systems in process reproduces their prediction rows exactly."""
         from clerk.generator.files import load_timelines
 
-        rt = Runtime(EvalConfig(max_read_tokens=200), model_dir=str(workdir / "model"))
+        rt = Runtime(EvalConfig(max_read_tokens=200), model_dir=str(workdir / "model"), adapter_dir=str(workdir / "adapter"))
         preds, _, _ = evaluate(load_timelines(workdir / "test.jsonl"), ["rag", "full"], rt, progress=False)
         first = [r for r in _rows(full_run / "predictions.jsonl") if r["system"] in ("rag", "full")]
         key = lambda r: (r["system"], r["session"], r["persona"], r["q"])  # noqa: E731
         assert sorted(first, key=key) == sorted(preds, key=key)
+
+
+class TestBaseReaderUnconstrained:
+    def test_one_base_reader_and_free_writers(self, workdir, tmp_path):
+        """--reader-model base reads every system with the base model (no adapter needed without clerk);
+        --no-constrained is recorded in the config."""
+        out = tmp_path / "run"
+        _cli("evaluate", "--timelines", workdir / "test.jsonl", "--model", workdir / "model", "--systems", "oracle",
+             "prompted-ledger", "full", "--reader-model", "base", "--no-constrained", "--max-new-tokens", "12",
+             "--out", out, "--quiet", "--threads", "1")
+        metrics = json.loads((out / "metrics.json").read_text())
+        assert (metrics["config"]["reader_model"], metrics["config"]["constrained"]) == ("base", False)
+        assert {m["reader"]["model"] for m in metrics["systems"].values()} == {"base"}
+        assert {r["reader"] for r in _rows(out / "predictions.jsonl")} == {"base"}
+
+
+class TestRunArgs:
+    def _args(self, *extra):
+        import argparse
+
+        from clerk.evaluate.cli import add_run_args
+
+        p = argparse.ArgumentParser()
+        add_run_args(p)
+        return p.parse_args(["--timelines", "t", "--model", "m", "--systems", "oracle", "--out", "o", *extra])
+
+    def test_runtime_from_args(self):
+        """The shared run flags become the Runtime's EvalConfig, model and adapter directories, and
+        the catalogue's keys for constrained ADDs."""
+        from clerk.evaluate.cli import runtime_from_args
+        from clerk.evaluate.runner import catalogue_keys
+
+        rt = runtime_from_args(self._args("--adapter", "a", "--reader-model", "base", "--no-constrained",
+                                          "--window-k", "2", "--rag-k", "5", "--max-read-tokens", "99",
+                                          "--add-only-budget", "40", "--max-new-tokens", "7", "--batch-size", "3",
+                                          "--reader", "rule", "--dtype", "float32"))
+        assert rt.config == EvalConfig(window_k=2, rag_k=5, max_new_tokens=7, batch_size=3, reader="rule",
+                                       reader_model="base", constrained=False, max_read_tokens=99,
+                                       add_only_budget=40, dtype="float32")
+        assert (rt.model_dir, rt.adapter_dir) == ("m", "a")
+        assert rt.predicates == catalogue_keys(None) and "job" in rt.predicates
+
+    def test_defaults_are_evalconfigs(self):
+        """Without flags the run gets EvalConfig's defaults (constrained, the adapter reader)."""
+        from clerk.evaluate.cli import runtime_from_args
+
+        assert runtime_from_args(self._args()).config == EvalConfig()
+
+    def test_erasure_shares_the_flags(self):
+        """clerk erasure takes exactly evaluate's run flags, plus its own --ignore-forget."""
+        import argparse
+
+        from clerk.evaluate import cli as eval_cli
+        from clerk.evaluate import erasure
+
+        def options(register, verb):
+            sub = argparse.ArgumentParser().add_subparsers()
+            register(sub)
+            return {a.dest for a in sub.choices[verb]._actions} - {"help"}
+
+        evaluate_flags, erasure_flags = options(eval_cli.register_cli, "evaluate"), options(erasure.register_cli, "erasure")
+        assert erasure_flags - evaluate_flags == {"ignore_forget"} and evaluate_flags <= erasure_flags
+        assert {"reader_model", "constrained", "phrasings"} <= evaluate_flags
 
 
 class Garbage(LedgerSystem):
@@ -241,8 +303,18 @@ class TestCliErrors:
         """A missing timelines file is a user error."""
         with pytest.raises(SystemExit):
             _cli("evaluate", "--timelines", tmp_path / "nope.jsonl", "--model", workdir / "model", "--systems", "null",
-                 "--out", tmp_path)
+                 "--reader-model", "base", "--out", tmp_path)
         assert "--timelines must be an existing timelines file (JSON lines), got" in capsys.readouterr().err
+
+    def test_adapter_reader_needs_an_adapter(self, workdir, tmp_path, capsys):
+        """The default reader is the trained adapter, so even a writer-free system needs --adapter
+        (or --reader-model base), before any model loads."""
+        with pytest.raises(SystemExit) as err:
+            _cli("evaluate", "--timelines", workdir / "test.jsonl", "--model", workdir / "model", "--systems", "full",
+                 "--out", tmp_path / "o")
+        assert err.value.code == 2
+        assert "--adapter is required for system 'full' (it reads or writes with the trained adapter)" in capsys.readouterr().err
+        assert not (tmp_path / "o").exists()
 
 
 class TestReadCost:

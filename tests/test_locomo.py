@@ -333,7 +333,7 @@ class TestSummaryLayouts:
         out = tmp_path / "out"
         with pytest.raises(SystemExit) as exc:
             clerk_main(["locomo", "--data", str(path), "--model", str(workdir / "model"), "--out", str(out),
-                        "--systems", "full", "summary-rag", "--quiet"])
+                        "--systems", "full", "summary-rag", "--reader-model", "base", "--quiet"])
         assert exc.value.code == 2
         err = capsys.readouterr().err
         assert f"clerk locomo: error: summary-rag reads each session's summary, but {total} of {total} sessions " in err
@@ -514,7 +514,7 @@ class TestCli:
         """With data, the stratified selection is recorded next to the results."""
         out = tmp_path / "out"
         clerk_main(["locomo", "--data", str(LOCOMO10), "--model", str(workdir / "model"), "--out", str(out),
-                    "--max-questions", "5", "--seed", "3", "--systems", "summary-rag", "--quiet"])
+                    "--max-questions", "5", "--seed", "3", "--systems", "summary-rag", "--reader-model", "base", "--quiet"])
         sel = json.loads((out / "selection.json").read_text(encoding="utf-8"))
         assert sel["questions"] == 5 and sel["sources"] == [SOURCE_LOCAL]
         assert sel["per_category"] == {c: 1 for c in CATEGORIES}
@@ -686,13 +686,11 @@ class TestEvaluateLocomo:
             assert (s["source"], s["data_sha256"], s["subset_size"], s["subset_seed"]) == (SOURCE_PERCENA, sha, 10, 7)
 
     def test_readers(self, run):
-        """clerk reads with the adapter, the other systems with the base model."""
+        """Every system is read by the one reader, the trained adapter by default."""
         metrics = json.loads((run / "metrics.json").read_text(encoding="utf-8"))
         readers = {n: s["reader"] for n, s in metrics["systems"].items()}
-        assert readers == {"clerk": {"method": "mc", "model": "adapter"},
-                           "prompted-ledger": {"method": "mc", "model": "base"},
-                           "full": {"method": "mc", "model": "base"},
-                           "summary-rag": {"method": "mc", "model": "base"}}
+        assert readers == {name: {"method": "mc", "model": "adapter"} for name in LOCOMO_SYSTEMS}
+        assert metrics["config"]["reader_model"] == "adapter"
 
     def test_adversarial_kept_apart(self, run):
         """accuracy is over non-adversarial questions only; adversarial accuracy is reported separately."""
@@ -737,7 +735,7 @@ class TestEvaluateLocomo:
 
     def test_full_truncation_recorded(self, workdir):
         """A view budget below the conversation's length truncates the full view and records it."""
-        runtime = Runtime(LocomoEvalConfig(max_read_tokens=40), model_dir=str(workdir / "model"))
+        runtime = Runtime(LocomoEvalConfig(max_read_tokens=40, reader_model="base"), model_dir=str(workdir / "model"))
         rows, summary = evaluate_locomo(load_locomo(PERCENA), ["full"], runtime, progress=False)
         assert all(r["truncated"] and 0 < r["read_tokens"] <= 40 for r in rows)
         assert summary["full"]["truncated_rate"] == 1.0
@@ -758,7 +756,7 @@ class TestPrefixReuse:
         from clerk.models.loading import chat_prompt
         from clerk.scoring import mc as scoring
 
-        runtime = Runtime(LocomoEvalConfig(), model_dir=str(workdir / "model"))
+        runtime = Runtime(LocomoEvalConfig(reader_model="base"), model_dir=str(workdir / "model"))
         conversations = load_locomo(PERCENA)
         rows, _ = evaluate_locomo(conversations, ["full"], runtime, progress=False)
         model, tok = runtime.model("base")

@@ -1,24 +1,31 @@
-"""Tests for clerk.memory: registry, config, the systems' writers and views, and the reader helpers."""
+"""Tests for clerk.memory: registry, config, the systems' writers and views, every kind of view over
+timelines (clerk.memory.views), and the one reader (clerk.memory.reader: tree-packed MC scoring,
+growing views, memo of repeated questions) on a random tiny model."""
 
 from __future__ import annotations
 
 import doctest
 
 import pytest
+import torch
 
 import clerk.memory.rag as rag_module
 import clerk.memory.reader as reader_module
 import clerk.memory.text as text_module
 from clerk import ledger as L
+from clerk import prompts
 from clerk.errors import UserError
-from clerk.evaluate.runner import replay
+from clerk.evaluate.runner import mc_choose, replay
 from clerk.memory import MEMORY_REGISTRY, EvalConfig, LedgerSystem, MemorySystem, Proposal, Registry, Runtime, View
 from clerk.memory.base import WriteResult
-from clerk.memory.reader import split_prompt
+from clerk.memory.reader import Reader, split_prompt
 from clerk.memory.text import fit_newest
+from clerk.memory.views import VIEW_KINDS, question_views
 from timeline_kit import two_personas
 
 ALL = ["add-only", "clerk", "full", "null", "oracle", "prompted-ledger", "rag", "summary-rag", "window"]
+
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")
@@ -94,8 +101,10 @@ class TestRegistry:
 
 class TestEvalConfig:
     def test_defaults_valid(self):
-        """The defaults pass validation and serialise to a plain dict."""
-        assert EvalConfig().to_dict()["reader"] == "mc"
+        """The defaults pass validation and serialise to a plain dict: the MC reader over the trained
+        adapter, constrained writers."""
+        d = EvalConfig().to_dict()
+        assert (d["reader"], d["reader_model"], d["constrained"]) == ("mc", "adapter", True)
 
     @pytest.mark.parametrize("knobs, message", [
         ({"window_k": 0}, "window_k must be an int >= 1, got 0"),
@@ -103,6 +112,10 @@ class TestEvalConfig:
         ({"max_read_tokens": 0}, "max_read_tokens must be an int >= 1 or -1, got 0"),
         ({"reader": "judge"}, "reader must be one of mc, rule, got 'judge'"),
         ({"reader_model": "big"}, "reader_model must be one of base, adapter, got 'big'"),
+        ({"constrained": "yes"}, "constrained must be true or false, got 'yes'"),
+        ({"constrained": 1}, "constrained must be true or false, got 1"),
+        ({"add_only_budget": -2}, "add_only_budget must be an int >= 1 or -1, got -2"),
+        ({"dtype": "float16"}, "dtype must be one of auto, float32, bfloat16, got 'float16'"),
     ])
     def test_bad_values(self, knobs, message):
         """Bad knobs raise UserError naming the field, the expectation and the value."""
@@ -127,12 +140,25 @@ class TestFitNewest:
 
 class TestLedgerSystems:
     def test_oracle_view_is_gold_ledger_before(self, tokenizer):
-        """With question-time uses bookkeeping, the oracle's view equals the gold ledger_before."""
+        """With question-time uses bookkeeping, the oracle's view is the reader's view of the gold ledger_before."""
         timelines = two_personas()
         views = _views("oracle", _runtime(tokenizer), timelines)
         for tl in timelines:
             for s in tl["sessions"][1:]:
-                assert [v.text for v in views[(tl["name"], s["index"])]] == [L.serialize(s["ledger_before"])] * len(s["questions"])
+                expected = prompts.reader_ledger(s["ledger_before"])
+                assert [v.text for v in views[(tl["name"], s["index"])]] == [expected] * len(s["questions"])
+
+    def test_oracle_ledger_is_gold_ledger_before(self, tokenizer):
+        """The oracle's ledger at question time equals the gold ledger_before exactly (uses included)."""
+        timelines = two_personas()
+        seen = {}
+
+        def answer(name, system, tl, session, state, views):
+            seen[(tl["name"], session["index"])] = system.ledger(state)
+
+        replay(timelines, {"oracle": MEMORY_REGISTRY.get("oracle")(_runtime(tokenizer))}, answer, progress=False)
+        assert seen and all(seen[(tl["name"], s["index"])] == s["ledger_before"]
+                            for tl in timelines for s in tl["sessions"] if s["questions"])
 
     def test_oracle_write_reaches_gold_after(self, tokenizer):
         """The oracle's ledger equals gold ledger_after after every session, with no invalid ops."""
@@ -163,12 +189,77 @@ class TestLedgerSystems:
         assert result.invalid[0] == (0, "unknown op ['ADD'] (expected one of ADD, UPDATE, TOMBSTONE, EVICT)")
 
     def test_readers(self, tokenizer):
-        """clerk reads with the adapter; oracle with the adapter only when one is given; prompted-ledger with base."""
-        plain, adapted = _runtime(tokenizer), Runtime(EvalConfig(), adapter_dir="somewhere", tokenizer=tokenizer)
-        assert MEMORY_REGISTRY.get("clerk")(plain).reader_model() == "adapter"
-        assert MEMORY_REGISTRY.get("oracle")(plain).reader_model() == "base"
-        assert MEMORY_REGISTRY.get("oracle")(adapted).reader_model() == "adapter"
-        assert MEMORY_REGISTRY.get("prompted-ledger")(adapted).reader_model() == "base"
+        """Every system is read by the run's one reader (reader_model), whatever writes it."""
+        for reader_model in ("adapter", "base"):
+            rt = _runtime(tokenizer, reader_model=reader_model)
+            assert {MEMORY_REGISTRY.get(name)(rt).reader_model() for name in ALL} == {reader_model}
+
+    def test_writers(self):
+        """clerk writes with the adapter, prompted-ledger with the base model (only it has a shared prefix)."""
+        assert MEMORY_REGISTRY.get("clerk").writer_kind == "adapter"
+        assert MEMORY_REGISTRY.get("prompted-ledger").writer_kind == "base"
+        assert MEMORY_REGISTRY.get("clerk")(None).shared_prefix(None) is None
+
+    def test_model_writer_prompts(self, tokenizer):
+        """clerk's writer reads the policy prompt (exact serialization + user lines); prompted-ledger the
+        few-shot frame around the same user turn, whose shared prefix ends before that turn."""
+        from clerk.models.loading import chat_prompt
+        from clerk.prompts import CHAT_TEMPLATE
+
+        tokenizer.chat_template = CHAT_TEMPLATE
+        tl = two_personas()[0]
+        state, session = tl["sessions"][2]["ledger_before"], tl["sessions"][2]
+        policy = prompts.consolidate_messages(L.serialize(state), prompts.policy_transcript(session["turns"]))
+        clerk_system, prompted = (MEMORY_REGISTRY.get(n)(_runtime(tokenizer)) for n in ("clerk", "prompted-ledger"))
+        assert clerk_system.messages(state, session) == policy
+        few_shot = prompted.messages(state, session)
+        assert few_shot == prompts.prompted_messages(L.serialize(state), prompts.policy_transcript(session["turns"]))
+        assert few_shot[-1:] == policy
+        prefix = prompted.shared_prefix(tokenizer)
+        text = chat_prompt(tokenizer, few_shot)
+        assert text.startswith(prefix) and text[len(prefix):].startswith("<|im_start|>user\n" + L.serialize(state))
+
+
+class TestModelWriters:
+    @pytest.mark.parametrize("constrained", [True, False])
+    def test_propose_wires_grammar_prefix_and_compiler(self, tokenizer, monkeypatch, constrained):
+        """A model writer hands the decoder one program grammar per persona (its ledger, the catalogue's
+        keys) when constrained and none otherwise, prompted-ledger's shared prefix, and compiles each
+        output against that persona's ledger."""
+        import clerk.models.decoding as decoding
+        from clerk.program import program_grammar
+        from clerk.prompts import CHAT_TEMPLATE
+
+        tokenizer.chat_template = CHAT_TEMPLATE
+        calls = []
+
+        def fake_generate(model, tok, texts, max_new_tokens, batch_size, grammars=None, shared_prefix=None):
+            calls.append({"texts": texts, "grammars": grammars, "prefix": shared_prefix, "cap": max_new_tokens})
+            return ["UPDATE job chef\nADD car Fiat", "not a program"][: len(texts)]
+
+        monkeypatch.setattr(decoding, "greedy_generate", fake_generate)
+        rt = _runtime(tokenizer, constrained=constrained, max_new_tokens=9)
+        rt.predicates = ["job", "car", "city"]
+        rt._models = {"base": ("model", tokenizer), "adapter": ("model", tokenizer)}  # the decoder is faked
+        timelines = two_personas()
+        states = [tl["sessions"][2]["ledger_before"] for tl in timelines]
+        sessions = [tl["sessions"][2] for tl in timelines]
+        for name in ("clerk", "prompted-ledger"):
+            system = MEMORY_REGISTRY.get(name)(rt)
+            proposals = system.propose(states, timelines, sessions)
+            call = calls[-1]
+            assert call["cap"] == 9 and len(call["texts"]) == 2
+            if constrained:
+                assert call["grammars"] == [program_grammar(st, tl["name"], rt.predicates) for st, tl in zip(states, timelines)]
+            else:
+                assert call["grammars"] is None
+            assert (call["prefix"] is None) == (name == "clerk")
+            assert all(text.startswith(call["prefix"] or "") for text in call["texts"])
+            ari, bo = proposals
+            assert ari.program == [{"op": "UPDATE", "i": L.find(states[0], "Ari", "job"), "s": "Ari", "p": "job", "o": "chef"},
+                                   {"op": "ADD", "s": "Ari", "p": "car", "o": "Fiat"}]
+            assert (ari.parse_failed, bo.parse_failed, bo.program) == (False, True, [])
+            assert ari.write_tokens == rt.count_tokens("UPDATE job chef\nADD car Fiat")
 
 
 class TestTranscriptViews:
@@ -220,8 +311,9 @@ class TestTranscriptViews:
         timelines = two_personas()
         views = _views("add-only", rt, timelines)
         view = views[("Ari", 4)][0]
-        budget = rt.count_tokens(L.serialize(timelines[0]["sessions"][4]["ledger_before"]))
+        budget = rt.count_tokens(prompts.reader_ledger(timelines[0]["sessions"][4]["ledger_before"]))
         assert rt.count_tokens(view.text) <= budget
+        assert view.truncated and rt.count_tokens(view.text) > budget // 2  # the budget binds, and is used
         lines = view.text.split("\n")
         sessions = [int(ln.split("]")[0].split()[-1]) for ln in lines]
         assert sessions == sorted(sessions, reverse=True) and lines[0].startswith("[session 3]")
@@ -242,13 +334,13 @@ class TestTranscriptViews:
 
 class TestReaderHelpers:
     def test_split_prompt_on_real_template(self, tokenizer):
-        """The split falls after the newline before the question, and the prefix holds the memory."""
+        """The split falls after the newline before the question: the prefix is the frame and the view."""
         from clerk.prompts import CHAT_TEMPLATE, answer_messages
 
         tokenizer.chat_template = CHAT_TEMPLATE
         text = tokenizer.apply_chat_template(answer_messages("[0]", "Where?"), tokenize=False, add_generation_prompt=True)
         prefix, suffix = split_prompt(text)
-        assert prefix.endswith("Memory:\n[0]\n") and suffix.startswith("Question: Where?")
+        assert prefix == "<|im_start|>user\n[0]\n" and suffix == "Q: Where?<|im_end|>\n<|im_start|>assistant\n"
 
     def test_rule_choice_not_an_option(self):
         """When the reference answer is not among the options the rule reader returns -1."""
@@ -269,3 +361,163 @@ def test_write_results_keep_persona_order(tokenizer):
         states = [system.init_state(tl) for tl in timelines]
         results = system.write(states, timelines, [tl["sessions"][0] for tl in timelines])
         assert len(results) == 2 and all(isinstance(r, WriteResult) for r in results)
+
+
+class TestQuestionViews:
+    KINDS = ["ledger", "full", "window", "rag", "add-only"]
+
+    def test_every_question_every_kind_in_file_order(self, tokenizer):
+        """One view per question and kind, questions in file order, kinds in the order asked."""
+        timelines = two_personas()
+        got = list(question_views(timelines, self.KINDS, _runtime(tokenizer)))
+        expected = [(kind, tl["name"], s["index"], q["question"]) for tl in timelines for s in tl["sessions"]
+                    for q in s["questions"] for kind in self.KINDS]
+        assert [(k, tl["name"], s["index"], q["question"]) for k, tl, s, q, _ in got] == expected
+        assert set(VIEW_KINDS) == set(self.KINDS)
+
+    def test_views_are_the_systems_views(self, tokenizer):
+        """The ledger kind is the reader's view of the gold ledger_before; every transcript kind is the
+        view its system shows in the evaluation's replay."""
+        timelines = two_personas()
+        rt = _runtime(tokenizer, window_k=2, rag_k=3)
+        got = {(k, tl["name"], s["index"], q["question"]): text
+               for k, tl, s, q, text in question_views(timelines, self.KINDS, rt)}
+        for tl in timelines:
+            for s in tl["sessions"]:
+                for q in s["questions"]:
+                    assert got[("ledger", tl["name"], s["index"], q["question"])] == prompts.reader_ledger(s["ledger_before"])
+        for kind in self.KINDS[1:]:
+            replayed = _views(kind, _runtime(tokenizer, window_k=2, rag_k=3), timelines)
+            for (name, index), views in replayed.items():
+                session = next(tl for tl in timelines if tl["name"] == name)["sessions"][index]
+                for q, view in zip(session["questions"], views):
+                    assert got[(kind, name, index, q["question"])] == view.text, (kind, name, index)
+
+    def test_ledger_only_needs_no_runtime(self):
+        """The ledger kind needs no tokenizer or runtime."""
+        got = list(question_views(two_personas(), ["ledger"], None))
+        assert len(got) == sum(len(s["questions"]) for tl in two_personas() for s in tl["sessions"])
+
+    def test_unknown_kind(self, tokenizer):
+        """An unknown kind is a UserError listing the known ones."""
+        with pytest.raises(UserError) as err:
+            list(question_views(two_personas(), ["ledger", "transcript"], _runtime(tokenizer)))
+        assert str(err.value) == ("answer view kinds ['transcript'] are unknown; expected some of "
+                                  "ledger, full, window, rag, add-only")
+
+
+# ---- the reader on a random tiny model ----------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def reader_model(tokenizer):
+    """A random tiny Llama over the module's tokenizer (fp32, eval), so options score differently."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from clerk.prompts import CHAT_TEMPLATE
+
+    tokenizer.chat_template = CHAT_TEMPLATE
+    torch.manual_seed(3)
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=4096,
+                         initializer_range=0.3, tie_word_embeddings=False)
+    return LlamaForCausalLM(config).eval()
+
+
+def _plain_choice(model, tokenizer, view_text: str, question: dict) -> int:
+    """The reference: the whole answer prompt scored on its own (clerk.scoring.mc)."""
+    from clerk.models.loading import chat_prompt
+    from clerk.scoring.mc import pick, score_options
+
+    prompt = chat_prompt(tokenizer, prompts.answer_messages(view_text, question["question"]))
+    return pick(score_options(model, tokenizer, prompt, question["options"]))
+
+
+def _full_views(tokenizer) -> list[tuple[str, list[dict]]]:
+    """Ari's growing full-transcript views, session by session, with that session's questions."""
+    tl = two_personas()[0]
+    views = _views("full", _runtime(tokenizer), [tl])
+    return [(views[("Ari", s["index"])][0].text, s["questions"]) for s in tl["sessions"] if s["questions"]]
+
+
+class TestReader:
+    def test_growing_view_is_extended_and_reads_as_fresh(self, reader_model, tokenizer):
+        """A full view that grows session by session is encoded from the last one on (extension used),
+        and every choice equals a fresh reader's and the plain whole-prompt scoring."""
+        views = _full_views(tokenizer)
+        grown, chosen = Reader(reader_model, tokenizer), []
+        for text, questions in views:
+            chosen += grown.choose(("full", "Ari"), text, questions)
+        assert grown.stats["extended"] == len(views) - 1
+        fresh = []
+        for text, questions in views:
+            fresh += Reader(reader_model, tokenizer).choose(("full", "Ari"), text, questions)
+        plain = [_plain_choice(reader_model, tokenizer, text, q) for text, qs in views for q in qs]
+        assert chosen == fresh == plain
+        assert len(set(plain)) > 1  # the options really compete
+        last = len(tokenizer(split_prompt(_prompt(tokenizer, views[-1][0]))[0], add_special_tokens=False)["input_ids"])
+        assert grown.stats["encoded_tokens"] == last  # each view's new tokens once: the last view's length
+
+    def test_memo_of_repeated_questions(self, reader_model, tokenizer):
+        """The same view, question and options read again (by another system) reuse the choice:
+        a memo hit, nothing encoded; other options are scored anew."""
+        reader = Reader(reader_model, tokenizer)
+        text, questions = _full_views(tokenizer)[1]
+        first = reader.choose(("oracle", "Ari"), text, questions)
+        encoded = reader.stats["encoded_tokens"]
+        again = reader.choose(("clerk", "Ari"), text, questions)
+        assert again == first and reader.stats["memo_hits"] == len(questions)
+        assert reader.stats["encoded_tokens"] == encoded and reader.stats["questions"] == 2 * len(questions)
+        moved = [{**questions[0], "options": questions[0]["options"][::-1]}]
+        reader.choose(("clerk", "Ari"), text, moved)
+        assert reader.stats["memo_hits"] == len(questions)
+        assert reader.choose(("x", "y"), text, moved) == [_plain_choice(reader_model, tokenizer, text, moved[0])]
+
+    def test_view_that_does_not_extend_exactly_is_encoded_afresh(self, reader_model, tokenizer):
+        """A longer view whose tokens do not start with the last view's tokens (a merge across the
+        cut) is encoded from scratch, and reads as a fresh reader would."""
+        from clerk.models.tokenizer import train_tokenizer
+        from clerk.prompts import CHAT_TEMPLATE
+
+        # A tokenizer that merges runs of newlines, so "...\n" + "\n\n\n..." is not additive.
+        merging = train_tokenizer(["Nice weather\n\n\n\nNice weather\n\n"] * 20, 280)
+        merging.chat_template = CHAT_TEMPLATE
+        assert len(merging) <= reader_model.config.vocab_size
+        q = two_personas()[0]["sessions"][1]["questions"]
+        short, longer = "Nice weather", "Nice weather\n\n\n\nNice weather"
+        a, b = (split_prompt(_prompt(merging, v))[0] for v in (short, longer))
+        ids = lambda t: merging(t, add_special_tokens=False)["input_ids"]  # noqa: E731
+        assert b.startswith(a) and ids(a) + ids(b[len(a):]) != ids(b)  # the precondition of this case
+        reader = Reader(reader_model, merging)
+        reader.choose("k", short, q)
+        got = reader.choose("k", longer, q)
+        assert reader.stats["extended"] == 0 and reader.stats["encoded_tokens"] == len(ids(a)) + len(ids(b))
+        assert got == Reader(reader_model, merging).choose("k", longer, q)
+        assert got == [_plain_choice(reader_model, merging, longer, x) for x in q]
+
+    def test_unrelated_view_of_the_same_key(self, reader_model, tokenizer):
+        """A view that is not a continuation (a window slid on) is encoded afresh."""
+        reader = Reader(reader_model, tokenizer)
+        reader.choose("k", "abc", two_personas()[0]["sessions"][1]["questions"])
+        reader.choose("k", "xyz", two_personas()[0]["sessions"][1]["questions"])
+        assert reader.stats["extended"] == 0
+
+    def test_mc_choose_groups_questions_by_view(self, reader_model, tokenizer):
+        """mc_choose reads questions that share a view together and returns one choice per question, in order."""
+        views = _full_views(tokenizer)
+        questions = views[0][1] + views[1][1] + views[0][1][:1]
+        view_list = [View(views[0][0])] * len(views[0][1]) + [View(views[1][0])] * len(views[1][1]) + [View(views[0][0])]
+        got = mc_choose(Reader(reader_model, tokenizer), ("full", "Ari"), questions, view_list)
+        assert got == [_plain_choice(reader_model, tokenizer, v.text, q) for v, q in zip(view_list, questions)]
+
+    def test_runtime_has_one_reader(self, reader_model, tokenizer):
+        """Runtime.reader() is one Reader over the reader_model, shared by every system of the run."""
+        rt = _runtime(tokenizer, reader_model="base")
+        rt._models["base"] = (reader_model, tokenizer)  # stands in for a loaded model directory
+        reader = rt.reader()
+        assert isinstance(reader, Reader) and reader.model is reader_model and rt.reader() is reader
+
+
+def _prompt(tokenizer, view_text: str) -> str:
+    from clerk.models.loading import chat_prompt
+
+    return chat_prompt(tokenizer, prompts.answer_messages(view_text, "Where?"))

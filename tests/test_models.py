@@ -24,7 +24,8 @@ from clerk.models.spec import SMOLLM2_FILE, SMOLLM2_PACKAGE, SMOLLM2_SHA256, Mod
 from clerk.models.tokenizer import timeline_texts
 from clerk.prompts import CHAT_TEMPLATE, END_OF_TURN, SPECIAL_TOKENS, answer_messages, consolidate_messages
 
-TINY = dict(vocab_size=1000, hidden=64, layers=2, heads=4, intermediate=128, seed=0)
+#: vocab_size is what BPE reaches on the fixture's small corpus (the compact formats leave fewer merges).
+TINY = dict(vocab_size=900, hidden=64, layers=2, heads=4, intermediate=128, seed=0)
 SMOLLM2_DIR = Path(__file__).resolve().parents[1] / "resources" / "models" / "smollm2-135m"
 
 
@@ -137,7 +138,7 @@ class TestScratch:
         from transformers import AutoTokenizer
 
         tokenizer = AutoTokenizer.from_pretrained(scratch)
-        messages = answer_messages('[0,"Ari","city","Oslo",null,1,0,0,0]', "Where does Ari live?", "Oslo")
+        messages = answer_messages("city=Oslo", "Where does Ari live?", "Oslo")
         out = tokenizer.apply_chat_template(messages, tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
         kept = [tok for tok, keep in zip(out["input_ids"], out["assistant_masks"]) if keep]
         assert tokenizer.decode(kept) == "Oslo" + END_OF_TURN
@@ -150,6 +151,7 @@ class TestScratch:
         for token in SPECIAL_TOKENS:
             assert tokenizer(token, add_special_tokens=False)["input_ids"] == [tokenizer.convert_tokens_to_ids(token)]
         assert len(tokenizer) == TINY["vocab_size"]
+        assert json.loads((scratch / "config.json").read_text())["vocab_size"] == len(tokenizer)
         assert tokenizer.eos_token == END_OF_TURN
 
     def test_refuses_foreign_directory(self, tmp_path, timelines):
@@ -171,10 +173,22 @@ class TestTimelineTexts:
         assert str(err.value) == f"--timelines {str(test_file)!r} holds no persona with split 'train' (found splits: ['test'])"
 
     def test_texts_include_prompts_and_programs(self, timelines):
-        """The corpus holds the CONSOLIDATE system prompt and gold programs."""
+        """Each session's text holds its CONSOLIDATE prompt and gold program (program language), the
+        whole transcript and every question over the reader's ledger view with its answer."""
+        from clerk.ledger import serialize
+        from clerk.program import render_program
+        from clerk.prompts import policy_transcript, reader_ledger, render_turns
+
+        persona = json.loads(Path(timelines).read_text().splitlines()[0])
+        session = persona["sessions"][1]
         text = timeline_texts(timelines)[1]
-        assert consolidate_messages("", 0, "")[0]["content"] in text
-        assert '"op":"' in text
+        before = session["ledger_before"]
+        program = render_program(before, session["gold_ops"], session["index"])
+        assert "\n".join(m["content"] for m in consolidate_messages(serialize(before), policy_transcript(session["turns"]),
+                                                                     program)) in text
+        assert render_turns(session["turns"]) in text and program and '"op":"' not in text
+        for q in session["questions"]:
+            assert "\n".join(m["content"] for m in answer_messages(reader_ledger(before), q["question"], q["answer"])) in text
 
 
 class TestPypiGguf:
@@ -283,7 +297,7 @@ class TestChatPrompt:
         """The prompt ends by opening the assistant turn."""
         _, tokenizer = loaded
         text = chat_prompt(tokenizer, answer_messages("[0]", "Where?"))
-        assert text.startswith("<|im_start|>system\n") and text.endswith("<|im_start|>assistant\n")
+        assert text == "<|im_start|>user\n[0]\nQ: Where?<|im_end|>\n<|im_start|>assistant\n"
 
 
 class TestGreedyGenerate:
@@ -326,6 +340,28 @@ class TestGreedyGenerate:
             assert greedy_generate(model, tokenizer, [prompt, prompt + "x"], max_new_tokens=5) == ["", ""]
         finally:
             handle.remove()
+
+    def test_shared_prefix_gives_the_same_output(self, loaded, timelines):
+        """A few-shot frame encoded once (shared_prefix) gives exactly the texts of encoding every
+        prompt whole (greedy, fp32), batched and left-padded after the prefix."""
+        from clerk.ledger import serialize
+        from clerk.prompts import policy_transcript, prompted_messages
+
+        model, tokenizer = loaded
+        personas = [json.loads(line) for line in Path(timelines).read_text().splitlines()]
+        prompts = [chat_prompt(tokenizer, prompted_messages(serialize(s["ledger_before"]), policy_transcript(s["turns"])))
+                   for p in personas for s in p["sessions"][:2]]
+        frame = prompts[0][: prompts[0].rindex("<|im_start|>user")]
+        assert all(p.startswith(frame) for p in prompts) and len({len(p) for p in prompts}) > 1
+        whole = greedy_generate(model, tokenizer, prompts, max_new_tokens=8, batch_size=4)
+        shared = greedy_generate(model, tokenizer, prompts, max_new_tokens=8, batch_size=4, shared_prefix=frame)
+        assert shared == whole and len(set(whole)) > 1
+
+    def test_shared_prefix_must_start_every_prompt(self, loaded):
+        """A shared prefix that some prompt does not start with is a ValueError."""
+        model, tokenizer = loaded
+        with pytest.raises(ValueError, match=r"^shared_prefix: every prompt must start with it$"):
+            greedy_generate(model, tokenizer, ["ab", "cd"], 4, shared_prefix="a")
 
     def test_bad_arguments(self, loaded):
         """A zero token budget is a ValueError."""

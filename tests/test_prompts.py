@@ -1,5 +1,6 @@
 """Tests of clerk/prompts.py: the ChatML template (rendered without a tokenizer), the message
-builders, and their agreement with the ledger's formats.
+builders (no instructions for the trained tasks, the prompted baseline's few-shot frame), the
+reader's ledger view, and their agreement with the ledger's and the program language's formats.
 
     python -m pytest tests/test_prompts.py -q -x
 """
@@ -11,24 +12,31 @@ import re
 
 import jinja2
 import pytest
+from hypothesis import given, settings
 from jinja2 import nodes
 from jinja2.ext import Extension
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 import clerk.prompts
 from clerk import ledger as L
+from clerk.program import compile_program
 from clerk.prompts import (
-    ANSWER_SYSTEM,
     CHAT_TEMPLATE,
-    CONSOLIDATE_SYSTEM,
+    EMPTY_MEMORY,
     END_OF_TURN,
-    NEGATED_ANSWER,
+    PROMPTED_EXAMPLES,
+    PROMPTED_SYSTEM,
+    QUESTION_MARK,
     SPECIAL_TOKENS,
     UNKNOWN_ANSWER,
     answer_messages,
     consolidate_messages,
+    policy_transcript,
+    prompted_messages,
+    reader_ledger,
     render_turns,
 )
+from strategies import ledgers
 
 START, STOP = "\x02", "\x03"
 
@@ -132,52 +140,149 @@ class TestRenderTurns:
         assert render_turns([]) == ""
 
 
+TURNS = [{"role": "user", "content": "Hi, Ari here."}, {"role": "assistant", "content": "Hello!"},
+         {"role": "user", "content": "I moved to Oslo."}, {"role": "assistant", "content": "Noted."}]
+
+
+class TestPolicyTranscript:
+    def test_user_lines_only(self):
+        """The policy reads the user's lines, one per line, in order; the acknowledgements are left out."""
+        assert policy_transcript(TURNS) == "Hi, Ari here.\nI moved to Oslo."
+
+    def test_empty(self):
+        """No turns (or no user turn) is the empty transcript."""
+        assert policy_transcript([]) == "" and policy_transcript(TURNS[1:2]) == ""
+
+
 class TestConsolidateMessages:
     def test_prompt_only(self):
-        """Without a program: system + user, the user turn holding session, ledger and transcript."""
-        messages = consolidate_messages("[0]\n[1]", 4, "user: Hi")
-        assert messages == [
-            {"role": "system", "content": CONSOLIDATE_SYSTEM},
-            {"role": "user", "content": "Session 4.\nLedger:\n[0]\n[1]\nTranscript:\nuser: Hi"},
-        ]
+        """Without a program: one user turn, no instructions: the ledger, a --- line, the user lines."""
+        assert consolidate_messages("subject: Ari\nfree 1: 0", "I live in Oslo.") == [
+            {"role": "user", "content": "subject: Ari\nfree 1: 0\n---\nI live in Oslo."}]
+
+    def test_no_system_prompt(self):
+        """The trained policy gets no instructions (no system turn, nothing but ledger and lines)."""
+        messages = consolidate_messages("free 0:", "x", "ADD job chef")
+        assert [m["role"] for m in messages] == ["user", "assistant"]
+        assert messages[0]["content"] == "free 0:\n---\nx"
 
     def test_with_program(self):
         """With a program the assistant turn is that exact text, even the empty program."""
-        assert consolidate_messages("[0]", 1, "", "[]")[-1] == {"role": "assistant", "content": "[]"}
-        assert len(consolidate_messages("[0]", 1, "", "")) == 3
+        assert consolidate_messages("free 1: 0", "", "ADD job chef")[-1] == {"role": "assistant", "content": "ADD job chef"}
+        assert consolidate_messages("free 1: 0", "", "") == [{"role": "user", "content": "free 1: 0\n---\n"},
+                                                            {"role": "assistant", "content": ""}]
 
-    def test_system_prompt_matches_reducer_schema(self):
-        """The op syntax the system prompt teaches names exactly the fields the reducer requires."""
-        taught = {kind: re.findall(r'"(\w+)":\.\.', fields)
-                  for kind, fields in re.findall(r'\{"op":"(\w+)"((?:,"\w+":\.\.)*)\}', CONSOLIDATE_SYSTEM)}
-        assert taught == {"ADD": ["s", "p", "o"], "UPDATE": ["i", "s", "p", "o"], "TOMBSTONE": ["i"], "EVICT": ["i"]}
+
+class TestPromptedMessages:
+    def test_frame(self):
+        """Instructions, then each worked example as a user/assistant pair, then the policy's own user turn."""
+        messages = prompted_messages("subject: Ari\nfree 1: 0", "I live in Oslo.")
+        assert messages[0] == {"role": "system", "content": PROMPTED_SYSTEM}
+        assert [m["role"] for m in messages] == ["system"] + ["user", "assistant"] * len(PROMPTED_EXAMPLES) + ["user"]
+        assert messages[-1:] == consolidate_messages("subject: Ari\nfree 1: 0", "I live in Oslo.")
+        for (memory, lines, program), (user, assistant) in zip(PROMPTED_EXAMPLES, zip(messages[1:-1:2], messages[2:-1:2])):
+            assert user["content"] == consolidate_messages(memory, lines)[0]["content"]
+            assert assistant["content"] == program
+
+    def test_frame_is_shared(self):
+        """Everything before the last user turn is the same for every write (the decoder encodes it once)."""
+        a, _ = render(prompted_messages("free 1: 0", "a"), add_generation_prompt=True)
+        b, _ = render(prompted_messages("subject: Bo\n0 u0 t0 b0 job=chef\nfree 0:", "b\nc"), add_generation_prompt=True)
+        cut = a.rindex("<|im_start|>user")
+        assert cut == b.rindex("<|im_start|>user") and a[:cut] == b[:cut]
+
+    def test_examples_are_exact_serializations(self):
+        """Each worked example's memory is the exact serialization of a ledger (``ledger.serialize``),
+        the format the baseline then reads."""
+        for memory, _, _ in PROMPTED_EXAMPLES:
+            assert L.serialize(L.deserialize(memory)) == memory
+
+    def test_example_programs_compile_and_apply(self):
+        """Each worked example's program is in the program language and applies strictly to its memory."""
+        for memory, _, program in PROMPTED_EXAMPLES:
+            ledger = L.deserialize(memory)
+            subject = memory.split("\n")[0].removeprefix("subject: ")
+            compiled = compile_program(program, ledger, subject, now=5)
+            assert compiled.errors == [] and len(compiled.program) == len(program.splitlines())
+            L.reduce(ledger, compiled.program, 5, strict=True)
+
+    def test_instructions_teach_the_program_language(self):
+        """The instructions show exactly the four line forms of clerk.program, each of which compiles."""
+        taught = dict(re.findall(r"^(ADD|UPDATE|TOMBSTONE|EVICT)((?: <\w+>)+)", PROMPTED_SYSTEM, re.M))
+        assert taught == {"ADD": " <fact> <value>", "UPDATE": " <fact> <value>", "TOMBSTONE": " <fact>", "EVICT": " <fact>"}
+        ledger = [{"i": 0, "s": "Ari", "p": "job", "o": "nurse", "prev": None, "v": 1, "born": 0, "t": 0, "uses": 0}, {"i": 1}]
         for kind, fields in taught.items():
-            op = {"op": kind, **{f: 0 if f == "i" else "x" for f in fields}}
-            reason = L.check_op([{"i": 0}], op)
-            assert reason is None or not reason.startswith(("missing", "unexpected", "field", "unknown")), reason
+            line = kind + fields.replace("<fact>", "job").replace("<value>", "chef")
+            assert compile_program(line, ledger, "Ari", 1).errors == [], line
 
-    def test_system_prompt_describes_serialization(self):
-        """The slot legend lists the nine serialized fields in order."""
-        legend = re.search(r"\[(i,[a-z_,]+)\]", CONSOLIDATE_SYSTEM).group(1).split(",")
-        assert len(legend) == len(L.SLOT_FIELDS)
-        assert legend[0] == "i" and legend[-1] == "uses"
+
+class TestReaderLedger:
+    SLOT = {"i": 0, "s": "Ari", "p": "job", "o": "chef", "prev": None, "v": 1, "born": 0, "t": 1, "uses": 0}
+
+    def test_example(self):
+        """The docstring's example: a superseded, tombstoned fact and a free slot."""
+        assert reader_ledger([{**self.SLOT, "prev": "nurse", "v": 0}, {"i": 1}]) == "job=chef (was nurse) (no longer)"
+
+    def test_empty_ledger(self):
+        """A ledger with no occupied slot reads as the empty-memory text."""
+        assert reader_ledger(L.empty_ledger(3)) == EMPTY_MEMORY
+
+    @settings(max_examples=300, deadline=None)
+    @given(ledgers())
+    def test_every_fact_appears_free_slots_do_not(self, ledger):
+        """Every occupied slot's predicate=value (and previous value) is in the view; free slots add nothing."""
+        text = reader_ledger(ledger)
+        for slot in L.occupied(ledger):
+            assert f"{slot['p']}={slot['o']}" in text
+            if slot["prev"] is not None:
+                assert slot["prev"] in text
+        padded = [dict(slot) for slot in ledger] + [{"i": len(ledger) + k} for k in range(3)]
+        assert reader_ledger(padded) == text
+        if not L.occupied(ledger):
+            assert text == EMPTY_MEMORY
+
+    @settings(max_examples=300, deadline=None)
+    @given(ledgers())
+    def test_tombstoned_and_superseded_are_marked(self, ledger):
+        """Flipping a slot's tombstone or dropping its previous value changes the view: both are marked."""
+        for slot in L.occupied(ledger):
+            k = slot["i"]
+            flipped = [dict(x) for x in ledger]
+            flipped[k]["v"] = 1 - slot["v"]
+            assert reader_ledger(flipped) != reader_ledger(ledger)
+            if slot["prev"] is not None:
+                fresh = [dict(x) for x in ledger]
+                fresh[k]["prev"] = None
+                assert reader_ledger(fresh) != reader_ledger(ledger)
+
+    def test_marks_differ(self):
+        """A tombstoned fact and a superseded one are marked differently."""
+        assert reader_ledger([{**self.SLOT, "v": 0}]) != reader_ledger([{**self.SLOT, "prev": "chef2"}]).replace("chef2", "")
+
+    def test_shorter_than_the_serialization(self):
+        """The reader's view of a ledger is shorter than the policy's exact serialization (it is the read cost)."""
+        ledger = [{**self.SLOT, "prev": "nurse"}, {**self.SLOT, "i": 1, "p": "city", "o": "Oslo", "v": 0}, {"i": 2}]
+        assert len(reader_ledger(ledger)) < len(L.serialize(ledger))
 
 
 class TestAnswerMessages:
     def test_prompt_only(self):
-        """Without an answer: system + user with the memory view and the question."""
-        assert answer_messages("[0]", "Where?") == [
-            {"role": "system", "content": ANSWER_SYSTEM},
-            {"role": "user", "content": "Memory:\n[0]\nQuestion: Where?"},
-        ]
+        """Without an answer: one user turn, no instructions: the memory view, then Q: and the question."""
+        assert answer_messages("job=chef", "Where?") == [{"role": "user", "content": f"job=chef\n{QUESTION_MARK}Where?"}]
+        assert QUESTION_MARK == "Q: "
+
+    def test_empty_memory(self):
+        """An empty view reads as the empty-memory text, so the prompt never starts with a bare newline."""
+        assert answer_messages("", "Where?")[0]["content"] == f"{EMPTY_MEMORY}\nQ: Where?"
 
     def test_with_answer(self):
         """With an answer the assistant turn is exactly the answer."""
         assert answer_messages("m", "q", UNKNOWN_ANSWER)[-1] == {"role": "assistant", "content": UNKNOWN_ANSWER}
 
-    def test_system_names_fixed_answers(self):
-        """The answer instructions quote the fixed unknown and negated phrases verbatim."""
-        assert f'"{UNKNOWN_ANSWER}"' in ANSWER_SYSTEM and f'"{NEGATED_ANSWER}"' in ANSWER_SYSTEM
+    def test_question_line_is_last(self):
+        """The question starts after the view's last newline, so the reader can split view from question."""
+        content = answer_messages("a\nQ: looks like a question\nb", "Where?")[0]["content"]
+        assert content[content.rindex("\n" + QUESTION_MARK) + 1:] == "Q: Where?"
 
 
 class TestDoctests:

@@ -18,6 +18,7 @@ from clerk.prompts import CHAT_TEMPLATE, SPECIAL_TOKENS, answer_messages
 from clerk.scoring import bench as scoring_bench
 from clerk.scoring import mc as scoring_mc
 from clerk.scoring import prefix as scoring_prefix
+from clerk.scoring.tree import Query, score_tree
 from clerk.scoring.mc import (
     encode_prefix,
     pick,
@@ -326,6 +327,77 @@ class TestScoreWithPrefix:
             encode_prefix(model, tokenizer, "")
 
 
+class TestScoreTree:
+    @staticmethod
+    def _tree(rng: random.Random, tokenizer, n_questions: int):
+        """A view prefix (an answer prompt cut before its question line, as the reader cuts it) and
+        questions whose suffixes and options differ in length (one token to a dozen)."""
+        prefix_text = f"<|im_start|>user\n{_text(rng, 10, 60)}\n"
+        questions = []
+        for _ in range(n_questions):
+            suffix = f"Q: {_text(rng, 1, 8)}?<|im_end|>\n<|im_start|>assistant\n"
+            assert split_is_exact(tokenizer, prefix_text, suffix)
+            options = [rng.choice([w for w in _WORDS if len(_ids(tokenizer, w)) == 1])]  # a one-token option
+            while len(options) < rng.choice((2, 5, 10)):
+                option = _text(rng, 1, 6)
+                if option not in options:
+                    options.append(option)
+            questions.append((suffix, options))
+        return prefix_text, questions
+
+    @staticmethod
+    def _queries(tokenizer, questions) -> list[Query]:
+        return [Query(tuple(_ids(tokenizer, s)), tuple(tuple(_ids(tokenizer, o)) for o in opts)) for s, opts in questions]
+
+    @pytest.mark.parametrize("attn", ["sdpa", "eager"])
+    def test_equals_score_options_per_question(self, tokenizer, attn):
+        """One packed forward scores every option of every question as its own prompt would, to 1e-4."""
+        model = _make_model(len(tokenizer), attn=attn)
+        rng = random.Random(31)
+        worst = 0.0
+        for _ in range(4):
+            prefix_text, questions = self._tree(rng, tokenizer, rng.randint(1, 5))
+            lengths = {len(_ids(tokenizer, o)) for _, opts in questions for o in opts}
+            assert 1 in lengths and max(lengths) >= 4  # one-token and long options in the same tree
+            prefix = scoring_prefix.encode_text(model, tokenizer, prefix_text, "view")
+            got = score_tree(model, prefix, self._queries(tokenizer, questions))
+            assert [len(row) for row in got] == [len(opts) for _, opts in questions]
+            for row, (suffix, options) in zip(got, questions):
+                alone = score_options(model, tokenizer, prefix_text + suffix, options)
+                assert pick(row) == pick(alone)
+                worst = max(worst, _max_diff(row, alone))
+        assert worst < TOL
+
+    def test_order_and_company_do_not_matter(self, model, tokenizer):
+        """A question scores the same alone, first or last in the tree (no attention across questions)."""
+        prefix_text, questions = self._tree(random.Random(37), tokenizer, 4)
+        prefix = scoring_prefix.encode_text(model, tokenizer, prefix_text, "view")
+        queries = self._queries(tokenizer, questions)
+        together = score_tree(model, prefix, queries)
+        reversed_ = score_tree(model, prefix, queries[::-1])[::-1]
+        alone = [score_tree(model, prefix, [q])[0] for q in queries]
+        for a, b, c in zip(together, reversed_, alone):
+            assert _max_diff(a, b) < TOL and _max_diff(a, c) < TOL
+
+    def test_prefix_not_mutated(self, model, tokenizer):
+        """Scoring a tree leaves the view's cache as it was, so a second tree on it agrees."""
+        prefix_text, questions = self._tree(random.Random(41), tokenizer, 3)
+        prefix = scoring_prefix.encode_text(model, tokenizer, prefix_text, "view")
+        queries = self._queries(tokenizer, questions)
+        first = score_tree(model, prefix, queries)
+        assert prefix.cache.get_seq_length() == len(prefix)
+        assert score_tree(model, prefix, queries) == first
+
+    def test_empty_and_malformed(self, model, tokenizer):
+        """No queries give no scores; an empty suffix or option is a ValueError."""
+        prefix = scoring_prefix.encode_text(model, tokenizer, "<|im_start|>user\n", "view")
+        assert score_tree(model, prefix, []) == []
+        with pytest.raises(ValueError, match=r"^score_tree: every query needs a non-empty suffix"):
+            score_tree(model, prefix, [Query((), ((1,),))])
+        with pytest.raises(ValueError, match=r"^score_tree: every option needs at least one token$"):
+            score_tree(model, prefix, [Query((1,), ((1,), ()))])
+
+
 class TestSplitIsExact:
     def test_split_before_special_token(self, tokenizer):
         """A split just before a special token tokenizes additively."""
@@ -392,6 +464,6 @@ class TestBenchScoringCli:
         prompt, options = scoring_bench._bench_case(random.Random(0), tokenizer, 50, 10)
         assert prompt.endswith("<|im_start|>assistant\n") and len(options) == 10 == len(set(options))
         head = tokenizer.apply_chat_template(
-            answer_messages("", "x"), chat_template=CHAT_TEMPLATE, tokenize=False, add_generation_prompt=True
+            answer_messages("MEMORY", "x"), chat_template=CHAT_TEMPLATE, tokenize=False, add_generation_prompt=True
         )
-        assert prompt.startswith(head.split("Memory:")[0])
+        assert prompt.startswith(head.split("MEMORY")[0]) and "\nQ: " in prompt

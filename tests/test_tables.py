@@ -5,6 +5,7 @@ Metrics files are built here following ``clerk.evaluate.SCHEMAS`` (and validated
 timelines, streams and eviction rows come from the real generators at a tiny size.
 """
 
+import csv
 import hashlib
 import json
 import math
@@ -25,7 +26,8 @@ from clerk.generator.timelines import generate
 from clerk.provenance.numbers import build_numbers, expand_spec
 from clerk.report.benchmarks import benchmarks_table
 from clerk.report.eviction import eviction_tables
-from clerk.report.figures import figure_accuracy, figure_eviction, figure_loss, figure_read_cost, figure_state_f1
+from clerk.report.figures import (figure_accuracy, figure_eviction, figure_learning_curve, figure_loss, figure_read_cost,
+                                  figure_state_f1)
 from clerk.report.paper import render_paper, template_literal_digits
 from clerk.report.read_cost import read_cost_table
 from clerk.report.setup_facts import setup_facts
@@ -369,7 +371,7 @@ class TestSetupFacts:
 
 @pytest.fixture(scope="module")
 def figure_inputs(tmp_path_factory, eviction_csvs) -> dict[str, list[str]]:
-    """Small inputs for the five figures, built with the table functions."""
+    """Small inputs for the six figures, built with the table functions (and a learning-curve CSV)."""
     root = tmp_path_factory.mktemp("figures_in")
     paths = [write_metrics(root, s, "test", all_systems(a)) for s, a in SEED_ACCS.items()]
     per_seed, _, _ = systems_tables(paths)
@@ -386,12 +388,24 @@ def figure_inputs(tmp_path_factory, eviction_csvs) -> dict[str, list[str]]:
                 for p in ("Ana", "Bo") for s in range(3)]
         path.write_text("".join(json.dumps(r) + "\n" for r in rows))
         ledgers.append(str(path))
+    from clerk.train.curve import COLUMNS
+
+    curve = root / "learning_curve.csv"
+    with curve.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        for k, step in enumerate((8, 16, 24)):
+            writer.writerow({"step": step, "examples_seen": 4 * step, "sessions": 8, "op_f1": 0.2 + k / 5,
+                             "add_f1": 0.3 + k / 5, "update_f1": 0.1 * k, "tombstone_f1": "" if k == 0 else 0.5,
+                             "evict_f1": 0.0, "parse_failure_rate": 0.1})
     return {"read-cost": [str(root / "read_cost.csv")], "accuracy": [str(root / "table1_seeds.csv")],
-            "eviction": [str(root / "table4.csv")], "loss": train, "state-f1": ledgers}
+            "eviction": [str(root / "table4.csv")], "loss": train, "state-f1": ledgers,
+            "learning-curve": [str(curve)]}
 
 
 RENDER = {"read-cost": lambda i, o: figure_read_cost(i[0], o), "accuracy": lambda i, o: figure_accuracy(i[0], o),
-          "eviction": lambda i, o: figure_eviction(i[0], o), "loss": figure_loss, "state-f1": figure_state_f1}
+          "eviction": lambda i, o: figure_eviction(i[0], o), "loss": figure_loss, "state-f1": figure_state_f1,
+          "learning-curve": lambda i, o: figure_learning_curve(i[0], o)}
 
 
 class TestFigures:
@@ -410,6 +424,12 @@ class TestFigures:
         subprocess.run([sys.executable, "-m", "clerk.cli", "figure", "accuracy", "--inputs",
                         *figure_inputs["accuracy"], "--out", str(tmp_path / "there")], check=True)
         assert [_sha(p) for p in here] == [_sha(tmp_path / f"there{p.suffix}") for p in here]
+
+    def test_every_figure_kind_is_tested(self):
+        """Each kind `clerk figure` draws is rendered by the byte-stability test above."""
+        from clerk.report.figures import FIGURES
+
+        assert set(RENDER) == set(FIGURES)
 
     def test_eviction_noise_not_in_table(self, figure_inputs, tmp_path):
         """Asking for a noise rate the table lacks names it."""
@@ -547,5 +567,5 @@ class TestWorkflowDryRun:
         assert done.returncode == 0, done.stderr[-2000:]
         for rule in ("table_systems", "table_eviction", "table_read_cost", "table_setup", "table_benchmarks",
                      "figure_read_cost", "figure_accuracy", "figure_eviction", "figure_loss", "figure_state_f1",
-                     "locomo_status", "environment", "rulegraph", "numbers", "paper", "manifest"):
+                     "learning_curve", "figure_learning_curve", "locomo_status", "environment", "rulegraph", "numbers", "paper", "manifest"):
             assert re.search(rf"^{rule}\s+\d+$", done.stdout, re.M), rule

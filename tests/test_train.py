@@ -1,4 +1,5 @@
-"""Tests for clerk.train: LoRA SFT on a tiny scratch model (loss, weights, determinism, resume, bench).
+"""Tests for clerk.train: LoRA SFT on a tiny scratch model (loss, weights, determinism, resume,
+adapter snapshots, the learning curve, bench).
 
     python -m pytest tests/test_train.py -q -x
 """
@@ -21,13 +22,13 @@ import torch
 from clerk.errors import UserError
 from clerk.generator.files import write_timelines
 from clerk.generator.timelines import generate
-from clerk.ledger import dumps, serialize
 from clerk.models.loading import load_model
 from clerk.models.materialize import materialize
 from clerk.models.spec import ModelSpec
-from clerk.prompts import answer_messages, consolidate_messages, render_turns
-from clerk.train.bench import bench_consolidation, bench_throughput
+from clerk.sft import SFTDataConfig, build_rows, sft_stats, to_dataset_dict, write_sft
+from clerk.train.bench import bench_throughput
 from clerk.train.config import TrainConfig
+from clerk.train.curve import COLUMNS as CURVE_COLUMNS
 from clerk.train.data import supervised_lm_loss
 from clerk.train.trainer import LOG_COLUMNS, complete_checkpoints, run_training, truncate_log
 from doctest_kit import run_package_doctests
@@ -41,38 +42,20 @@ RUN = dict(seed=3, max_steps=30, batch_size=2, max_length=512, lr=3e-3, lora_r=4
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
-def sft_rows(timelines: list[dict]) -> list[dict]:
-    """CONSOLIDATE and ANSWER chat examples, as clerk.sft builds them (columns messages, task, persona)."""
-    rows = []
-    for persona in timelines:
-        for session in persona["sessions"]:
-            ledger_text = serialize(session["ledger_before"])
-            program = dumps(session["gold_ops"])
-            rows.append({"messages": consolidate_messages(ledger_text, session["index"], render_turns(session["turns"]),
-                                                          program), "task": "consolidate", "persona": persona["name"]})
-            for q in session["questions"]:
-                rows.append({"messages": answer_messages(ledger_text, q["question"], q["answer"]), "task": "answer",
-                             "persona": persona["name"]})
-    return rows
-
-
 @pytest.fixture(scope="module")
 def workdir(tmp_path_factory) -> dict[str, Path]:
-    """Timelines, a tiny scratch model and an SFT DatasetDict (validation = the last persona)."""
-    import datasets
-
+    """Timelines, a tiny scratch model and the SFT dataset clerk build-sft makes of them (ledger
+    views; one validation persona, named in sft_stats.json)."""
     root = tmp_path_factory.mktemp("train")
     timelines = generate(seed=2, split="train", personas=4, sessions=4)
     write_timelines(root / "train.jsonl", timelines)
     start = time.perf_counter()
     materialize(ModelSpec(kind="scratch", timelines=str(root / "train.jsonl"), **TINY), root / "model")
-    rows = sft_rows(timelines)
-    held = timelines[-1]["name"]
-    datasets.DatasetDict(
-        train=datasets.Dataset.from_list([r for r in rows if r["persona"] != held]),
-        validation=datasets.Dataset.from_list([r for r in rows if r["persona"] == held]),
-    ).save_to_disk(str(root / "sft"))
-    return {"root": root, "model": root / "model", "sft": root / "sft",
+    sft_config = SFTDataConfig(seed=2, answer_ratio=1.0, val_fraction=0.25)
+    rows, info = build_rows(timelines, sft_config)
+    dataset = to_dataset_dict(rows)
+    write_sft(dataset, root / "sft", sft_stats(dataset, sft_config, info["question_pool"]))
+    return {"root": root, "model": root / "model", "sft": root / "sft", "timelines": root / "train.jsonl",
             "materialize_seconds": time.perf_counter() - start}
 
 
@@ -287,11 +270,107 @@ class TestBench:
         assert result["ratio"] == pytest.approx(result["bf16"]["tok_per_s"] / result["fp32"]["tok_per_s"])
         assert result["cpu_ratio"] > 0 and result["fp32"]["cpu_seconds"] > 0
 
-    def test_consolidation(self, workdir, reference):
-        """Greedy consolidation of held-out sessions reports parse rate and op P/R/F1."""
-        test_file = workdir["root"] / "test.jsonl"
-        write_timelines(test_file, generate(seed=2, split="test", personas=1, sessions=3))
-        result = bench_consolidation(str(workdir["model"]), str(reference.out), str(test_file), sessions=3,
-                                     max_new_tokens=8)
-        assert result["sessions"] == 3 and 0 <= result["parse_rate"] <= 1
-        assert 0 <= result["f1"] <= 1 and result["tp"] + result["fn"] > 0  # gold ops were counted
+
+
+@pytest.fixture(scope="module")
+def snapped(workdir):
+    """A 5-step run with an adapter snapshot every 2 steps."""
+    return run_training(config(workdir, "snap", max_steps=5, snapshot_steps=2, save_steps=2, eval=False))
+
+
+class TestSnapshots:
+    def test_snapshots_written_and_copied(self, snapped):
+        """OUT/snapshots holds one adapter per N steps with snapshot.json (step, examples seen); the
+        checkpoint directory they were written into is gone."""
+        snaps = snapped.out / "snapshots"
+        assert sorted(p.name for p in snaps.iterdir()) == ["step-00002", "step-00004"]
+        for step in (2, 4):
+            path = snaps / f"step-{step:05d}"
+            assert json.loads((path / "snapshot.json").read_text()) == {"step": step, "examples_seen": step * 2}
+            assert (path / "adapter_model.safetensors").is_file() and not (path / "README.md").exists()
+            targets = json.loads((path / "adapter_config.json").read_text())["target_modules"]
+            assert targets == sorted(targets)
+        assert not (snapped.out / "checkpoints").exists()
+
+    def test_snapshots_are_the_adapter_of_their_step(self, snapped):
+        """Snapshots differ from each other and from the final adapter (training moved on)."""
+        blobs = [(snapped.out / "snapshots" / f"step-{s:05d}" / "adapter_model.safetensors").read_bytes() for s in (2, 4)]
+        assert len({*blobs, (snapped.out / "adapter_model.safetensors").read_bytes()}) == 3
+
+    def test_no_snapshots_by_default(self, reference):
+        """snapshot_steps 0 writes no snapshots directory."""
+        assert not (reference.out / "snapshots").exists()
+
+    def test_learning_curve(self, workdir, snapped, tmp_path):
+        """clerk learning-curve writes one CSV row per snapshot plus the final adapter, scored on the
+        validation personas' sessions (op-F1 overall and per kind, parse failures)."""
+        from clerk.cli import main as clerk_main
+
+        out = tmp_path / "curve.csv"
+        clerk_main(["learning-curve", "--timelines", str(workdir["timelines"]), "--sft", str(workdir["sft"]),
+                    "--model", str(workdir["model"]), "--adapter", str(snapped.out), "--out", str(out),
+                    "--sessions", "3", "--max-new-tokens", "16", "--batch-size", "3", "--threads", "1"])
+        with out.open() as handle:
+            rows = list(csv.DictReader(handle))
+        assert list(rows[0]) == list(CURVE_COLUMNS)
+        assert [(int(r["step"]), int(r["examples_seen"]), int(r["sessions"])) for r in rows] == [
+            (2, 4, 3), (4, 8, 3), (5, 10, 3)]
+        for row in rows:
+            assert 0 <= float(row["op_f1"]) <= 1 and 0 <= float(row["parse_failure_rate"]) <= 1
+            for kind in ("add", "update", "tombstone", "evict"):
+                assert row[f"{kind}_f1"] == "" or 0 <= float(row[f"{kind}_f1"]) <= 1
+
+    def test_points_and_validation_sessions(self, workdir, snapped, tmp_path, monkeypatch):
+        """A snapshot at the final step is not scored twice; only validation personas' sessions are
+        scored, at most --sessions of them, in file order."""
+        import argparse
+        import shutil
+
+        import clerk.train.curve as curve
+
+        seen = []
+
+        def fake_score(model_dir, adapter_dir, pairs, eval_config, predicates):
+            seen.append((Path(adapter_dir).name, [(tl["name"], s["index"]) for tl, s in pairs]))
+            return {"sessions": len(pairs), "op_f1": 1.0, "add_f1": 1.0, "update_f1": 1.0, "tombstone_f1": 1.0,
+                    "evict_f1": 1.0, "parse_failure_rate": 0.0}
+
+        monkeypatch.setattr(curve, "score_adapter", fake_score)
+        adapter = tmp_path / "run"
+        shutil.copytree(snapped.out, adapter)
+        shutil.copytree(adapter, adapter / "snapshots" / "step-00005", ignore=shutil.ignore_patterns("snapshots"))
+        (adapter / "snapshots" / "step-00005" / "snapshot.json").write_text(json.dumps({"step": 5, "examples_seen": 10}))
+        args = argparse.Namespace(timelines=str(workdir["timelines"]), sft=str(workdir["sft"]), model="m",
+                                  adapter=str(adapter), sessions=2, max_new_tokens=8, batch_size=2, dtype="float32",
+                                  constrained=True, phrasings=None, threads=1)
+        rows = curve.learning_curve(args)
+        assert [r["step"] for r in rows] == [2, 4, 5]
+        assert [name for name, _ in seen] == ["step-00002", "step-00004", "step-00005"]
+        held = json.loads((workdir["sft"] / "sft_stats.json").read_text())["splits"]["validation"]["personas"]
+        assert {name for _, pairs in seen for name, _ in pairs} == set(held) and len(seen[0][1]) == 2
+
+    def test_curve_input_errors(self, workdir, tmp_path):
+        """A training output without metrics.json, or an SFT directory without stats, is refused by name."""
+        import argparse
+
+        from clerk.train.curve import learning_curve, validation_sessions
+
+        args = argparse.Namespace(adapter=str(tmp_path), threads=1)
+        with pytest.raises(UserError, match=r"expected a finished clerk train output \(metrics.json\)$"):
+            learning_curve(args)
+        with pytest.raises(UserError, match=r"^--sft: expected .*sft_stats.json \(written by clerk build-sft\)$"):
+            validation_sessions([], tmp_path, 0)
+        (tmp_path / "sft_stats.json").write_text(json.dumps({"splits": {"validation": {"personas": []}}}))
+        with pytest.raises(UserError, match=r"the validation split has no personas \(val_fraction 0\?\)$"):
+            validation_sessions([], tmp_path, 0)
+
+
+class TestBenchCli:
+    def test_consolidation_mode_is_gone(self, workdir, capsys):
+        """bench-train measures throughput only; consolidation quality is clerk learning-curve."""
+        from clerk.cli import main as clerk_main
+
+        with pytest.raises(SystemExit) as exc:
+            clerk_main(["bench-train", "--consolidation", "--model", str(workdir["model"]), "--sft", str(workdir["sft"])])
+        assert exc.value.code == 2
+        assert "unrecognized arguments: --consolidation" in capsys.readouterr().err

@@ -20,7 +20,7 @@ from workflow_kit import ROOT, SMOKE, run_snakemake
 # Rules whose outputs must be byte-identical when re-run on the same inputs.
 REPORT_RULES = [
     "table_systems", "table_eviction", "table_erasure", "table_read_cost", "table_setup", "figure_read_cost",
-    "figure_accuracy", "figure_eviction", "figure_loss", "figure_state_f1", "numbers", "paper",
+    "figure_accuracy", "figure_eviction", "figure_loss", "figure_state_f1", "figure_learning_curve", "numbers", "paper",
 ]
 _snakemake = run_snakemake
 
@@ -45,9 +45,31 @@ class TestDryRuns:
         """`snakemake -n` on the default profile schedules generation through the manifest."""
         jobs = _dry_jobs(ROOT, "--forceall")
         for rule in ("generate", "build_sft", "base_model", "train", "evaluate", "read_cost",
-                     "streams", "eviction_study", "numbers", "paper", "manifest"):
+                     "streams", "eviction_study", "learning_curve", "figure_learning_curve", "numbers", "paper",
+                     "manifest"):
             assert jobs.get(rule), rule
         assert jobs["generate"] == 12 and jobs["evaluate"] == 6
+        assert jobs["learning_curve"] == jobs["figure_learning_curve"] == 1  # snapshots of one seed's run
+
+    def test_snapshots_only_for_the_curve_seed(self):
+        """Only the first seed's training takes adapter snapshots (the learning curve reads them)."""
+        import yaml
+
+        proc = _snakemake(ROOT, "-n", "--cores", "1", "--forceall", "-p", timeout=300)
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == 0, out[-3000:]
+        config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+        seeds = [str(s) for s in config["seeds"]]
+        snaps = dict(re.findall(r"clerk train .*?--seed (\d+) .*?--snapshot-steps (\d+)", out))
+        assert snaps == {seed: str(config["train"]["snapshot_steps"]) if seed == seeds[0] else "0" for seed in seeds}
+        curve = re.search(r"clerk learning-curve .*", out).group(0)
+        assert f"--adapter results/train/{seeds[0]} " in curve and f"--sessions {config['train']['curve_sessions']} " in curve
+
+    def test_learning_curve_target_lists_only_its_ancestors(self):
+        """The learning-curve figure needs one seed's data, SFT set, training run and curve, nothing else."""
+        jobs = _dry_jobs(ROOT, "results/figures/learning_curve.png", "--forceall", *SMOKE)
+        assert jobs == {"generate": 1, "base_model": 1, "build_sft": 1, "train": 1, "learning_curve": 1,
+                        "figure_learning_curve": 1}
 
     def test_paper_profile_dag_is_valid_with_gpu_on_train(self, tmp_path):
         """The paper profile builds a DAG; train and evaluate claim the GPU exactly when one is

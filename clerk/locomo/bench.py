@@ -129,7 +129,9 @@ def bench_prefix(data: str | Path, model_dir: str | Path, conversation: str | No
     if tile < 1:
         raise UserError(f"--tile: expected an integer >= 1, got {tile}")
     conv = _conversation(data, conversation, tile, mc_seed)
-    runtime = Runtime(LocomoEvalConfig(max_read_tokens=max_read_tokens, dtype=dtype), model_dir=str(model_dir))
+    # The benchmark reads with the base model (no adapter is taken).
+    runtime = Runtime(LocomoEvalConfig(max_read_tokens=max_read_tokens, dtype=dtype, reader_model="base"),
+                      model_dir=str(model_dir))
     views, qds, texts, prefix_text = _full_prompts(conv, runtime)
     model, tok = runtime.model("base")
 

@@ -81,7 +81,7 @@ def score_tree(model: Any, prefix: PrefixCache, queries: Sequence[Query]) -> lis
 
     Args:
         model: the model that encoded ``prefix``, in eval mode, with full-attention layers and an
-            attention implementation that takes a 4-D boolean mask (sdpa or eager).
+            attention implementation that takes a 4-D mask (sdpa: boolean; eager: additive).
         prefix: the encoded view (not changed).
         queries: the questions over it.
 
@@ -102,6 +102,10 @@ def score_tree(model: Any, prefix: PrefixCache, queries: Sequence[Query]) -> lis
     for row, ranges in enumerate(lay.visible):
         for start, stop in ranges:
             mask[0, 0, row, p + start : p + stop] = True
+    if getattr(model.config, "_attn_implementation", None) == "eager":
+        # Eager attention adds the mask to the scores: a boolean one would add 1/0 and hide
+        # nothing, so give it the additive form (0 = visible, the dtype's min = hidden).
+        mask = torch.zeros(mask.shape, dtype=model.dtype, device=device).masked_fill(~mask, torch.finfo(model.dtype).min)
     feed = torch.tensor([lay.ids], dtype=torch.long, device=device)
     positions = torch.tensor([lay.positions], dtype=torch.long, device=device)
     with torch.inference_mode():
