@@ -24,7 +24,7 @@ from clerk.models.device import apply_reproducible_numerics
 _MODULES = (
     "clerk.generator.cli",
     "clerk.streams.cli",
-    "clerk.sft",
+    "clerk.sft.cli",
     "clerk.models.cli",
     "clerk.train.cli",
     "clerk.train.curve",

@@ -221,7 +221,8 @@ class TestReaderLedger:
 
     def test_example(self):
         """The docstring's example: a superseded, tombstoned fact and a free slot."""
-        assert reader_ledger([{**self.SLOT, "prev": "nurse", "v": 0}, {"i": 1}]) == "job=chef (was nurse) (no longer)"
+        assert reader_ledger([{**self.SLOT, "prev": "nurse", "v": 0}, {"i": 1}]) == "job: no longer (was chef; before: nurse)"
+        assert reader_ledger([{**self.SLOT, "p": "work_project", "prev": "the app"}]) == "work project: chef (before: the app)"
 
     def test_empty_ledger(self):
         """A ledger with no occupied slot reads as the empty-memory text."""
@@ -230,10 +231,11 @@ class TestReaderLedger:
     @settings(max_examples=300, deadline=None)
     @given(ledgers())
     def test_every_fact_appears_free_slots_do_not(self, ledger):
-        """Every occupied slot's predicate=value (and previous value) is in the view; free slots add nothing."""
+        """Every occupied slot's predicate (in words), value (and previous value) is in the view; free
+        slots add nothing."""
         text = reader_ledger(ledger)
         for slot in L.occupied(ledger):
-            assert f"{slot['p']}={slot['o']}" in text
+            assert f"{slot['p'].replace('_', ' ')}: " in text and slot["o"] in text
             if slot["prev"] is not None:
                 assert slot["prev"] in text
         padded = [dict(slot) for slot in ledger] + [{"i": len(ledger) + k} for k in range(3)]

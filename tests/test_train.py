@@ -25,7 +25,8 @@ from clerk.generator.timelines import generate
 from clerk.models.loading import load_model
 from clerk.models.materialize import materialize
 from clerk.models.spec import ModelSpec
-from clerk.sft import SFTDataConfig, build_rows, sft_stats, to_dataset_dict, write_sft
+from clerk.sft.dataset import sft_stats, to_dataset_dict, write_sft
+from clerk.sft.examples import SFTDataConfig, build_rows
 from clerk.train.bench import bench_throughput
 from clerk.train.config import TrainConfig
 from clerk.train.curve import COLUMNS as CURVE_COLUMNS
@@ -302,8 +303,9 @@ class TestSnapshots:
         assert not (reference.out / "snapshots").exists()
 
     def test_learning_curve(self, workdir, snapped, tmp_path):
-        """clerk learning-curve writes one CSV row per snapshot plus the final adapter, scored on the
-        validation personas' sessions (op-F1 overall and per kind, parse failures)."""
+        """clerk learning-curve writes one CSV row per snapshot plus the final adapter, and the final
+        adapter once more without the grammar, scored on the validation personas' sessions (op-F1
+        overall and per kind, parse failures)."""
         from clerk.cli import main as clerk_main
 
         out = tmp_path / "curve.csv"
@@ -313,8 +315,9 @@ class TestSnapshots:
         with out.open() as handle:
             rows = list(csv.DictReader(handle))
         assert list(rows[0]) == list(CURVE_COLUMNS)
-        assert [(int(r["step"]), int(r["examples_seen"]), int(r["sessions"])) for r in rows] == [
-            (2, 4, 3), (4, 8, 3), (5, 10, 3)]
+        assert [(r["point"], int(r["step"]), int(r["examples_seen"]), r["constrained"], int(r["sessions"]))
+                for r in rows] == [("snapshot", 2, 4, "True", 3), ("snapshot", 4, 8, "True", 3), ("final", 5, 10, "True", 3),
+                                   ("free", 5, 10, "False", 3)]
         for row in rows:
             assert 0 <= float(row["op_f1"]) <= 1 and 0 <= float(row["parse_failure_rate"]) <= 1
             for kind in ("add", "update", "tombstone", "evict"):
@@ -344,8 +347,8 @@ class TestSnapshots:
                                   adapter=str(adapter), sessions=2, max_new_tokens=8, batch_size=2, dtype="float32",
                                   constrained=True, phrasings=None, threads=1)
         rows = curve.learning_curve(args)
-        assert [r["step"] for r in rows] == [2, 4, 5]
-        assert [name for name, _ in seen] == ["step-00002", "step-00004", "step-00005"]
+        assert [(r["point"], r["step"]) for r in rows] == [("snapshot", 2), ("snapshot", 4), ("final", 5), ("free", 5)]
+        assert [name for name, _ in seen] == ["step-00002", "step-00004", "step-00005", "step-00005"]
         held = json.loads((workdir["sft"] / "sft_stats.json").read_text())["splits"]["validation"]["personas"]
         assert {name for _, pairs in seen for name, _ in pairs} == set(held) and len(seen[0][1]) == 2
 

@@ -1,4 +1,4 @@
-"""Training timelines -> a chat-messages SFT dataset (Hugging Face ``datasets``), SPEC §4.
+"""SFT rows from training timelines: the examples, the mixture and the validation split (SPEC §4).
 
 Two tasks, both built with :mod:`clerk.prompts` (the prompts training and evaluation share):
 
@@ -10,7 +10,7 @@ Two tasks, both built with :mod:`clerk.prompts` (the prompts training and evalua
 
 Columns: ``messages`` (list of ``{role, content}``; the assistant turn is the target, so TRL's
 ``assistant_only_loss`` trains on it alone), ``task`` (``consolidate`` | ``answer``), ``persona``,
-``session``.
+``session``, ``view`` (the view kind of an ANSWER row, empty otherwise).
 
 **Validation split by persona.** ``round_half_up(val_fraction * personas)`` personas, at least one
 when ``val_fraction > 0`` and at most all but one, are drawn with a seeded ``random.Random`` from
@@ -31,25 +31,20 @@ oversampling), so the rarest decision gets more of the training budget.
 ``PYTHONHASHSEED`` plays no part). Each split's fingerprint is the SHA-256 of its rows, so
 ``save_to_disk`` writes byte-identical files for the same timelines and arguments.
 
-    clerk build-sft --timelines results/data/137/train.jsonl --tokenizer resources/models/smollm2-135m \
-        --seed 137 --out results/sft/137
+    python -m pytest tests/test_sft.py -q
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 import random
-import shutil
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
 
 from clerk import ledger as L
 from clerk import prompts
-from clerk.program import render_program
 from clerk.errors import UserError
+from clerk.program import render_program
 
 TASKS = ("consolidate", "answer")
 SPLITS = ("train", "validation")
@@ -96,9 +91,6 @@ class SFTDataConfig:
 
 def _is_number(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
-
-
-# --------------------------------------------------------------------------- small pure helpers
 
 
 def round_half_up(x: float) -> int:
@@ -154,9 +146,6 @@ def example_chars(messages: list[dict[str, str]]) -> int:
     5
     """
     return sum(len(m["content"]) for m in messages)
-
-
-# --------------------------------------------------------------------------- examples
 
 
 def consolidate_example(timeline: dict[str, Any], session: dict[str, Any]) -> dict[str, Any]:
@@ -294,180 +283,3 @@ def build_rows(timelines: list[dict[str, Any]], config: SFTDataConfig, runtime: 
         derived_rng(config.seed, f"shuffle:{split}").shuffle(examples)
         rows[split] = examples
     return rows, {"assignment": assignment, "question_pool": pools}
-
-
-# --------------------------------------------------------------------------- datasets
-
-
-def features():
-    """The ``datasets.Features`` of every split."""
-    from datasets import Features, List, Value
-
-    message = {"role": Value("string"), "content": Value("string")}
-    return Features({"messages": List(message), "task": Value("string"), "view": Value("string"),
-                     "persona": Value("string"), "session": Value("int64")})
-
-
-def rows_fingerprint(split: str, rows: list[dict[str, Any]]) -> str:
-    """A content hash standing in for ``datasets``' fingerprint (which would otherwise be random
-    or depend on object state), so ``state.json`` is the same on every run.
-
-    >>> rows_fingerprint("train", []) == rows_fingerprint("train", [])
-    True
-    """
-    digest = hashlib.sha256(split.encode())
-    for row in rows:
-        digest.update(L.dumps(row).encode("utf-8", "surrogatepass"))
-        digest.update(b"\n")
-    return digest.hexdigest()[:16]
-
-
-def to_dataset_dict(rows: dict[str, list[dict[str, Any]]]):
-    """Wrap the rows of each split in a ``datasets.DatasetDict`` with a content fingerprint."""
-    import pyarrow as pa
-    from datasets import Dataset, DatasetDict, DatasetInfo, NamedSplit
-
-    feats = features()
-    out = {}
-    for split in SPLITS:
-        table = pa.Table.from_pylist(rows[split], schema=feats.arrow_schema)
-        out[split] = Dataset(table, info=DatasetInfo(features=feats), split=NamedSplit(split),
-                             fingerprint=rows_fingerprint(split, rows[split]))
-    return DatasetDict(out)
-
-
-def build_sft(timelines: list[dict[str, Any]], config: SFTDataConfig, runtime: Any = None):
-    """Build the SFT ``DatasetDict`` (splits ``train`` / ``validation``) from training timelines.
-
-    Args:
-        timelines: persona timelines in the SPEC format (all from the ``train`` split).
-        config: seed, mixture and validation share (:class:`SFTDataConfig`).
-        runtime: needed for transcript view kinds (see :func:`build_rows`).
-
-    Returns:
-        ``datasets.DatasetDict`` with columns ``messages``, ``task``, ``view``, ``persona``,
-        ``session``; the same inputs always give identical datasets and ``save_to_disk`` bytes.
-
-    Raises:
-        UserError: a bad argument or malformed timelines.
-    """
-    rows, _ = build_rows(timelines, config, runtime)
-    return to_dataset_dict(rows)
-
-
-def sft_stats(dataset_dict, config: SFTDataConfig, question_pool: dict[str, int] | None = None) -> dict[str, Any]:
-    """Counts per split and task and mean characters per example (see :func:`example_chars`).
-
-    Args:
-        dataset_dict: the output of :func:`build_sft`.
-        config: the configuration it was built with (recorded in the stats).
-        question_pool: questions available per split, when known.
-
-    Returns:
-        A JSON-ready dict: ``config``, then per split ``personas`` (sorted names), ``examples``,
-        ``mean_chars`` and per task ``examples`` / ``mean_chars``.
-    """
-    out: dict[str, Any] = {"config": asdict(config), "splits": {}}
-    for split in SPLITS:
-        ds = dataset_dict[split]
-        tasks, personas, messages = ds["task"], ds["persona"], ds["messages"]
-        chars = [example_chars(m) for m in messages]
-        entry: dict[str, Any] = {"personas": sorted(set(personas)), "examples": len(ds), "mean_chars": _mean(chars),
-                                 "tasks": {}}
-        for task in TASKS:
-            mine = [c for c, t in zip(chars, tasks) if t == task]
-            entry["tasks"][task] = {"examples": len(mine), "mean_chars": _mean(mine)}
-        views = [v for v in ds["view"] if v]
-        entry["tasks"]["answer"]["views"] = {v: views.count(v) for v in sorted(set(views))}
-        if question_pool is not None:
-            entry["tasks"]["answer"]["question_pool"] = question_pool[split]
-        out["splits"][split] = entry
-    return out
-
-
-def _mean(xs: list[int]) -> float:
-    return round(sum(xs) / len(xs), 2) if xs else 0.0
-
-
-def write_sft(dataset_dict, out: str | Path, stats: dict[str, Any]) -> None:
-    """Save ``dataset_dict`` to ``out`` (``save_to_disk``) plus ``out/sft_stats.json``.
-
-    An existing ``out`` is replaced only when it is empty or an earlier dataset directory (it has
-    ``dataset_dict.json``), so a mistyped path never wipes unrelated files.
-
-    Raises:
-        UserError: ``out`` exists and is something else.
-    """
-    out = Path(out)
-    if out.exists():
-        if not out.is_dir() or (any(out.iterdir()) and not (out / "dataset_dict.json").is_file()):
-            raise UserError(f"--out {out}: exists and is not a dataset directory; expected a new or earlier --out path")
-        shutil.rmtree(out)
-    dataset_dict.save_to_disk(str(out))
-    (out / STATS_FILE).write_text(json.dumps(stats, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-
-
-# --------------------------------------------------------------------------- CLI
-
-
-def parse_weights(text: str) -> dict[str, float]:
-    """``"ledger=3,full=1"`` -> ``{"ledger": 3.0, "full": 1.0}`` (order kept).
-
-    >>> parse_weights("ledger=3,full=0.5")
-    {'ledger': 3.0, 'full': 0.5}
-    """
-    out = {}
-    for part in filter(None, text.split(",")):
-        kind, _, weight = part.partition("=")
-        try:
-            out[kind.strip()] = float(weight)
-        except ValueError:
-            raise UserError(f"--answer-views: expected kind=weight pairs, got {part!r}") from None
-    return out
-
-
-def main(args: Any) -> None:
-    """``clerk build-sft``: read timelines, build the dataset, save it and its stats."""
-    from clerk.generator.files import load_timelines
-    from clerk.memory import EvalConfig, Runtime
-
-    config = SFTDataConfig(seed=args.seed, answer_ratio=args.answer_ratio, val_fraction=args.val_fraction,
-                           answer_views=parse_weights(args.answer_views), evict_weight=args.evict_weight)
-    runtime = None
-    if args.tokenizer is not None:
-        runtime = Runtime(EvalConfig(window_k=args.window_k, rag_k=args.rag_k), model_dir=args.tokenizer)
-    timelines = load_timelines(args.timelines)
-    rows, info = build_rows(timelines, config, runtime)
-    dataset_dict = to_dataset_dict(rows)
-    stats = sft_stats(dataset_dict, config, info["question_pool"])
-    stats["timelines_sha256"] = hashlib.sha256(Path(args.timelines).read_bytes()).hexdigest()
-    write_sft(dataset_dict, args.out, stats)
-
-
-def register_cli(sub: Any) -> None:
-    """Add the ``build-sft`` verb."""
-    p = sub.add_parser(
-        "build-sft",
-        help="turn training timelines into the chat-messages SFT dataset",
-        description="Build the CONSOLIDATE + ANSWER SFT dataset (Hugging Face save_to_disk format, splits "
-        "train/validation by persona) from a training timeline file, plus sft_stats.json.",
-    )
-    # inputs and outputs
-    p.add_argument("--timelines", required=True, metavar="FILE", help="training timelines (JSON lines from clerk generate)")
-    p.add_argument("--tokenizer", metavar="DIR", default=None,
-                   help="model directory whose tokenizer sizes the transcript views (needed for view kinds other than ledger)")
-    p.add_argument("--out", required=True, metavar="DIR", help="output directory (replaced if it is an earlier dataset)")
-    # experiment facts
-    p.add_argument("--seed", required=True, type=int, help="base seed of the persona split, answer sampling and shuffles")
-    p.add_argument("--answer-ratio", type=float, default=0.5, metavar="X",
-                   help="ANSWER examples per CONSOLIDATE example in each split (>= 0; 0 = none; default 0.5)")
-    p.add_argument("--answer-views", default="ledger=1", metavar="KIND=W,...",
-                   help="view kinds of the ANSWER examples and their weights, e.g. ledger=3,full=1,window=1 "
-                   "(kinds: ledger, full, window, rag, add-only; default ledger=1)")
-    p.add_argument("--evict-weight", type=int, default=1, metavar="N",
-                   help="copies of each CONSOLIDATE example whose gold program evicts (default 1 = none extra)")
-    p.add_argument("--window-k", type=int, default=2, help="sessions of the window view (as evaluation; default 2)")
-    p.add_argument("--rag-k", type=int, default=6, help="turns of the rag view (as evaluation; default 6)")
-    p.add_argument("--val-fraction", type=float, default=0.1, metavar="Y",
-                   help="share of personas held out for validation, in [0, 1) (default 0.1)")
-    p.set_defaults(func=main)

@@ -1,0 +1,77 @@
+"""The ``clerk build-sft`` verb: training timelines -> the SFT dataset and its stats.
+
+    clerk build-sft --timelines results/data/137/train.jsonl --tokenizer resources/models/smollm2-135m \\
+        --seed 137 --out results/sft/137
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from clerk.errors import UserError
+from clerk.sft.dataset import sft_stats, to_dataset_dict, write_sft
+from clerk.sft.examples import SFTDataConfig, build_rows
+
+def parse_weights(text: str) -> dict[str, float]:
+    """``"ledger=3,full=1"`` -> ``{"ledger": 3.0, "full": 1.0}`` (order kept).
+
+    >>> parse_weights("ledger=3,full=0.5")
+    {'ledger': 3.0, 'full': 0.5}
+    """
+    out = {}
+    for part in filter(None, text.split(",")):
+        kind, _, weight = part.partition("=")
+        try:
+            out[kind.strip()] = float(weight)
+        except ValueError:
+            raise UserError(f"--answer-views: expected kind=weight pairs, got {part!r}") from None
+    return out
+
+
+def main(args: Any) -> None:
+    """``clerk build-sft``: read timelines, build the dataset, save it and its stats."""
+    from clerk.generator.files import load_timelines
+    from clerk.memory import EvalConfig, Runtime
+
+    config = SFTDataConfig(seed=args.seed, answer_ratio=args.answer_ratio, val_fraction=args.val_fraction,
+                           answer_views=parse_weights(args.answer_views), evict_weight=args.evict_weight)
+    runtime = None
+    if args.tokenizer is not None:
+        runtime = Runtime(EvalConfig(window_k=args.window_k, rag_k=args.rag_k), model_dir=args.tokenizer)
+    timelines = load_timelines(args.timelines)
+    rows, info = build_rows(timelines, config, runtime)
+    dataset_dict = to_dataset_dict(rows)
+    stats = sft_stats(dataset_dict, config, info["question_pool"])
+    stats["timelines_sha256"] = hashlib.sha256(Path(args.timelines).read_bytes()).hexdigest()
+    write_sft(dataset_dict, args.out, stats)
+
+
+def register_cli(sub: Any) -> None:
+    """Add the ``build-sft`` verb."""
+    p = sub.add_parser(
+        "build-sft",
+        help="turn training timelines into the chat-messages SFT dataset",
+        description="Build the CONSOLIDATE + ANSWER SFT dataset (Hugging Face save_to_disk format, splits "
+        "train/validation by persona) from a training timeline file, plus sft_stats.json.",
+    )
+    # inputs and outputs
+    p.add_argument("--timelines", required=True, metavar="FILE", help="training timelines (JSON lines from clerk generate)")
+    p.add_argument("--tokenizer", metavar="DIR", default=None,
+                   help="model directory whose tokenizer sizes the transcript views (needed for view kinds other than ledger)")
+    p.add_argument("--out", required=True, metavar="DIR", help="output directory (replaced if it is an earlier dataset)")
+    # experiment facts
+    p.add_argument("--seed", required=True, type=int, help="base seed of the persona split, answer sampling and shuffles")
+    p.add_argument("--answer-ratio", type=float, default=0.5, metavar="X",
+                   help="ANSWER examples per CONSOLIDATE example in each split (>= 0; 0 = none; default 0.5)")
+    p.add_argument("--answer-views", default="ledger=1", metavar="KIND=W,...",
+                   help="view kinds of the ANSWER examples and their weights, e.g. ledger=3,full=1,window=1 "
+                   "(kinds: ledger, full, window, rag, add-only; default ledger=1)")
+    p.add_argument("--evict-weight", type=int, default=1, metavar="N",
+                   help="copies of each CONSOLIDATE example whose gold program evicts (default 1 = none extra)")
+    p.add_argument("--window-k", type=int, default=2, help="sessions of the window view (as evaluation; default 2)")
+    p.add_argument("--rag-k", type=int, default=6, help="turns of the rag view (as evaluation; default 6)")
+    p.add_argument("--val-fraction", type=float, default=0.1, metavar="Y",
+                   help="share of personas held out for validation, in [0, 1) (default 0.1)")
+    p.set_defaults(func=main)
