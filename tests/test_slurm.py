@@ -392,7 +392,8 @@ class TestSlurmRun:
             kind = _log_dir(job, slurm_run.workdir).split("_")
             kind = "_".join(kind[:2]) if kind[0] == "group" else "_".join(kind)
             kinds[kind] = kinds.get(kind, 0) + 1
-        assert kinds == {"group_prep": 1, "rule_train": 2, "rule_evaluate": 4, "group_report": 1}
+        assert kinds == {"group_prep": 1, "rule_train": 2, "rule_evaluate": 4, "rule_erasure": 2,
+                         "rule_learning_curve": 1, "group_report": 1}
 
     def test_slurm_allocated_what_the_rules_declare(self, slurm_run):
         """Each model job's Slurm allocation is the rule's declared mem_mb, runtime and one CPU;
@@ -405,7 +406,8 @@ class TestSlurmRun:
             declared[jobid] = (rule, resources)
         submitted = dict(re.findall(r"^Job (\d+) has been submitted with SLURM jobid (\d+)",
                                     slurm_run.output, flags=re.M))
-        assert len(submitted) == 6  # 2 train + 4 evaluate; the two group jobs are not numbered
+        # 2 train + 4 evaluate + 2 erasure + 1 learning curve; the two group jobs are not numbered
+        assert len(submitted) == 9
         for jobid, slurm_id in submitted.items():
             rule, resources = declared[jobid]
             job = slurm_run.jobs[slurm_id]
