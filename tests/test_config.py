@@ -28,7 +28,7 @@ def _set(config: dict, dotted: str, value) -> dict:
     return config
 
 
-MEMORY = "['add-only', 'clerk', 'full', 'null', 'oracle', 'prompted-ledger', 'rag', 'window']"
+MEMORY = "['add-only', 'clerk', 'clerk-unconstrained', 'full', 'null', 'oracle', 'prompted-ledger', 'rag', 'window']"
 LOCOMO = "['clerk', 'prompted-ledger', 'full', 'summary-rag']"
 POLICIES = "['decay', 'fifo', 'lfu', 'lru', 'random', 'salience', 'unbounded']"
 #: (field, bad value, the message line): a bad name in every registry-backed list and field, and

@@ -23,7 +23,7 @@ from clerk.memory.text import fit_newest
 from clerk.memory.views import VIEW_KINDS, question_views
 from timeline_kit import two_personas
 
-ALL = ["add-only", "clerk", "full", "null", "oracle", "prompted-ledger", "rag", "summary-rag", "window"]
+ALL = ["add-only", "clerk", "clerk-unconstrained", "full", "null", "oracle", "prompted-ledger", "rag", "summary-rag", "window"]
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
@@ -62,7 +62,7 @@ def test_doctests():
 
 class TestRegistry:
     def test_global_names(self):
-        """The global registry holds exactly the eight systems, each with its own version."""
+        """The global registry holds exactly the nine systems, each with its own version."""
         assert MEMORY_REGISTRY.names() == ALL
         for name in ALL:
             cls = MEMORY_REGISTRY.get(name)

@@ -228,6 +228,7 @@ def get_final_output():
     )
     targets += expand("results/readcost/{seed}.csv", seed=SEEDS)
     targets += expand("results/erasure/{seed}/metrics.json", seed=SEEDS)
+    targets += ["results/curve/learning_curve.csv"]
     # The report stage (workflow/rules/report.smk): tables, figures, numbers, paper, provenance.
     targets += expand(
         "results/{table}.csv", table=["table1", "table3", "table4", "table5", "table_paired"]
