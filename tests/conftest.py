@@ -18,18 +18,6 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-if os.environ.get("PYTEST_XDIST_WORKER"):
-    # Two workers on two cores: one OpenMP thread each, or their spinning threads fight.
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-
-
-@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the group marks
-def pytest_collection_modifyitems(config, items):
-    """Every test that needs the smoke run (directly or through another fixture) joins one
-    pytest-xdist group: that worker makes the run once, the other runs the rest meanwhile."""
-    for item in items:
-        if "smoke_run" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.xdist_group("smoke"))
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """The workflow on a real Slurm cluster, through snakemake-executor-plugin-slurm (issue 17).
 
-    python -m pytest -q -n 0 -m slurm tests/test_slurm.py    # CI's Slurm step (.ci/run), a few minutes
+    python -m pytest -q -m slurm tests/test_slurm.py    # CI's Slurm step (.ci/run), a few minutes
 
 `TestSlurmRun` brings up a one-node Slurm 22.05 on this machine (munged, slurmctld and slurmd as
 background daemons, installed with apt-get when missing and run as root; no systemd, no
