@@ -50,7 +50,7 @@ def reference_answer(ledger: L.Ledger, subject: str, pred: str, temporal: bool =
     >>> reference_answer(led, "Ari", "job"), reference_answer(led, "Ari", "job", temporal=True)
     ('chef', 'nurse')
     >>> reference_answer(led, "Ari", "pet")
-    'unknown'
+    "I don't know."
     """
     i = L.find(ledger, subject, pred)
     if i is None:
