@@ -40,6 +40,11 @@ def _set_number(results: Path, number_id: str, value: float) -> None:
     (results / "numbers.json").write_text(json.dumps(numbers, indent=1, sort_keys=True) + "\n")
 
 
+def _shipped_number(number_id: str) -> dict:
+    """The shipped numbers.json entry of ``number_id`` (value and printed text)."""
+    return json.loads((SHIPPED / "numbers.json").read_text())["numbers"][number_id]
+
+
 @pytest.fixture
 def rerun(tmp_path) -> Path:
     """A copy of the shipped results tree: a rerun that reproduced everything."""
@@ -62,24 +67,29 @@ class TestCompareCommand:
 
     def test_changed_metric_fails_naming_it(self, rerun, capsys):
         """One changed accuracy (table cell and paper number) exits non-zero and names both."""
-        _set_cell(rerun / "table1.csv", {"split": "test", "system": "clerk"}, "accuracy_mean", "0.318357")
-        _set_number(rerun, "t1.clerk.accuracy_mean", 0.318357)
+        shipped = _shipped_number("t1.clerk.accuracy_mean")
+        changed = round(shipped["value"] + 1e-6, 6)
+        _set_cell(rerun / "table1.csv", {"split": "test", "system": "clerk"}, "accuracy_mean", f"{changed:.6f}")
+        _set_number(rerun, "t1.clerk.accuracy_mean", changed)
         with pytest.raises(SystemExit) as exc:
             _compare(rerun)
         message = str(exc.value.code)
         assert message.startswith("clerk compare: 2 number(s)/cell(s) beyond tolerance: t1.clerk.accuracy_mean, ")
-        assert "table1.csv[system=clerk,reader=mc:adapter,is_ledger=True]:accuracy_mean" in message
+        assert message.endswith(":accuracy_mean") and ", table1.csv[system=clerk," in message
         out = capsys.readouterr().out
-        assert "different  number t1.clerk.accuracy_mean: shipped 0.318356 (printed 0.318), " \
-               "rerun 0.318357 (printed 0.318), |diff| 1e-06" in out
+        printed = shipped["text"]
+        assert (f"different  number t1.clerk.accuracy_mean: shipped {shipped['value']:g} (printed {printed}), "
+                f"rerun {changed:g} (printed {printed}), |diff| 1e-06") in out
 
     def test_timing_differences_pass(self, rerun, capsys):
         """Wall seconds are declared timing: changed, they are listed with --verbose, never failed."""
+        shipped = _shipped_number("bench.train.wall_s_total")
         _set_cell(rerun / "benchmarks.csv", {"stage": "train"}, "wall_s_total", "9999.99")
         _set_number(rerun, "bench.train.wall_s_total", 9999.99)
         _compare(rerun, "--verbose")
         out = capsys.readouterr().out
-        assert "   timing  number bench.train.wall_s_total: shipped 3073.38 (printed 3073), rerun 9999.99" in out
+        assert (f"   timing  number bench.train.wall_s_total: shipped {shipped['value']:g} "
+                f"(printed {shipped['text']}), rerun 9999.99") in out
 
     def test_missing_table_fails(self, rerun):
         """A table the shipped run has and the rerun lacks is a failure naming the file."""
@@ -101,7 +111,7 @@ class TestTolerances:
     def test_within_tolerance(self, rerun, tmp_path):
         """A difference within a declared absolute tolerance is 'within', not a failure."""
         (tmp_path / "tol.yaml").write_text('rules:\n  - {pattern: "t1.*", abs: 0.01, why: "test"}\n')
-        _set_number(rerun, "t1.clerk.accuracy_mean", 0.32)
+        _set_number(rerun, "t1.clerk.accuracy_mean", _shipped_number("t1.clerk.accuracy_mean")["value"] + 0.005)
         numbers, _, _ = compare_trees(SHIPPED, rerun, load_tolerances(tmp_path / "tol.yaml"))
         assert [(i.name, i.status) for i in numbers if i.status != "equal"] == [("t1.clerk.accuracy_mean", "within")]
 
