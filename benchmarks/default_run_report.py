@@ -66,7 +66,7 @@ def main() -> None:
         "",
         stages.strip(),
         "",
-        "## Training throughput (LoRA SFT, fp32 on CPU: `train.bf16: "off"`)",
+        "## Training throughput (LoRA SFT, fp32 on CPU: `train.bf16: off`)",
         "",
         "| seed | steps | tokens seen | seconds | tokens/s | last logged loss |",
         "| --- | ---: | ---: | ---: | ---: | ---: |",

@@ -57,6 +57,20 @@ def save_figure(fig, path_without_ext: str | Path, dpi: int = 200) -> tuple[Path
     return pdf, png
 
 
+#: (marker, line style) per series, in order: series that coincide stay visible (the dashes of
+#: one show the other through their gaps, and the markers differ).
+SERIES_STYLES = (("o", "-"), ("s", "--"), ("^", "-."), ("D", ":"), ("v", (0, (5, 1))), ("P", (0, (3, 1, 1, 1, 1, 1))),
+                 ("X", (0, (1, 2))))
+
+#: A value axis spanning more than this ratio (largest / smallest positive value) is drawn log-scaled.
+LOG_SCALE_RATIO = 10.0
+
+
+def _series_style(k: int) -> dict[str, Any]:
+    marker, linestyle = SERIES_STYLES[k % len(SERIES_STYLES)]
+    return {"marker": marker, "linestyle": linestyle}
+
+
 def _new_axes(width: float = 4.5, height: float = 3.0):
     import matplotlib.pyplot as plt
 
@@ -94,12 +108,16 @@ def figure_read_cost(table_csv: str, out: str) -> tuple[Path, Path]:
 
     df = read_csv(table_csv, "--inputs", ("view", "session", "mean_read_tokens_mean"))
     views = ordered(list(df["view"]), list(VIEW_LABELS))
-    df = df.assign(label=[VIEW_LABELS.get(v, v) for v in df["view"]])
+    colors = sns.color_palette("colorblind", len(views))
     fig, ax = _new_axes()
-    sns.lineplot(data=df, x="session", y="mean_read_tokens_mean", hue="label", marker="o",
-                 hue_order=[VIEW_LABELS.get(v, v) for v in views], errorbar=None, ax=ax, markersize=3,
-                 palette=sns.color_palette("colorblind", len(views)))
+    for k, view in enumerate(views):
+        sub = df[df["view"] == view].sort_values("session")
+        ax.plot(sub["session"], sub["mean_read_tokens_mean"], label=VIEW_LABELS.get(view, view), color=colors[k],
+                markersize=3, linewidth=1, markevery=max(1, len(sub) // 12), **_series_style(k))
     _integer_x(ax)
+    positive = df["mean_read_tokens_mean"][df["mean_read_tokens_mean"] > 0]
+    if len(positive) and positive.max() / positive.min() > LOG_SCALE_RATIO:
+        ax.set_yscale("log")
     ax.set(xlabel="session index", ylabel="read tokens per question", title="Read cost over time")
     ax.legend(title=None, fontsize="small")
     return _finish(fig, out)
@@ -177,12 +195,13 @@ def figure_eviction(table_csv: str, out: str, noise: int | None = None) -> tuple
     policies = ordered(list(df["policy"]), list(POLICIES))
     palette = dict(zip(policies, sns.color_palette("colorblind", len(policies))))
     fig, ax = _new_axes()
-    for policy in policies:
+    for k, policy in enumerate(policies):
         sub = df[df["policy"] == policy]
         low = (sub["recall_hit_rate_mean"] - sub["recall_hit_rate_ci_low"]).fillna(0)
         high = (sub["recall_hit_rate_ci_high"] - sub["recall_hit_rate_mean"]).fillna(0)
-        ax.errorbar(sub["capacity"], sub["recall_hit_rate_mean"], yerr=[low, high], marker="o",
-                    markersize=3, capsize=2, linewidth=1, label=policy, color=palette[policy])
+        dodge = (k - (len(policies) - 1) / 2) * 0.25  # slots: policies with equal rates stay apart
+        ax.errorbar(sub["capacity"] + dodge, sub["recall_hit_rate_mean"], yerr=[low, high], markersize=3, capsize=2,
+                    linewidth=1, label=policy, color=palette[policy], **_series_style(k))
     ax.set_xticks(sorted(set(int(c) for c in df["capacity"])))
     ax.set(xlabel="capacity (slots)", ylabel="recall hit rate", ylim=(-0.02, 1.02),
            title=f"Eviction policies at {noise} noise facts/turn")
@@ -301,8 +320,9 @@ def figure_learning_curve(curve_csv: str, out: str) -> tuple[Path, Path]:
     long = df.melt(id_vars=["examples_seen"], value_vars=list(_CURVE_SERIES), var_name="op", value_name="f1")
     long["op"] = long["op"].map(_CURVE_SERIES)
     fig, ax = _new_axes()
-    sns.lineplot(data=long, x="examples_seen", y="f1", hue="op", style="op", hue_order=list(_CURVE_SERIES.values()),
-                 markers=True, dashes=False, errorbar=None, ax=ax, linewidth=1)
+    order = list(_CURVE_SERIES.values())
+    sns.lineplot(data=long, x="examples_seen", y="f1", hue="op", style="op", hue_order=order, style_order=order,
+                 markers=[m for m, _ in SERIES_STYLES[:len(order)]], dashes=True, errorbar=None, ax=ax, linewidth=1)
     ax.set(xlabel="training examples seen", ylabel="validation op-F1", ylim=(-0.02, 1.02),
            title="Policy learning curve (validation personas)")
     ax.legend(title=None, fontsize="small")
