@@ -52,14 +52,14 @@ def option_scores(reader, view_text: str, questions: list[dict]) -> list[list[tu
     from clerk import prompts
     from clerk.memory.reader import split_prompt
     from clerk.models.loading import chat_prompt
-    from clerk.scoring.prefix import encode_text
+    from clerk.scoring.prefix import encode_text, token_ids
     from clerk.scoring.tree import Query, score_tree
 
     tok = reader.tokenizer
     parts = [split_prompt(chat_prompt(tok, prompts.answer_messages(view_text, q["question"]))) for q in questions]
     with torch.inference_mode():
         prefix = encode_text(reader.model, tok, parts[0][0], "view")
-        queries = [Query(tuple(reader._ids(p[1])), tuple(tuple(reader._ids(o)) for o in q["options"]))
+        queries = [Query(tuple(token_ids(tok, p[1])), tuple(tuple(token_ids(tok, o)) for o in q["options"]))
                    for p, q in zip(parts, questions)]
         scores = score_tree(reader.model, prefix, queries)
     return [[(s, len(ids)) for s, ids in zip(row, query.option_ids)] for row, query in zip(scores, queries)]
@@ -82,7 +82,7 @@ def main() -> None:
     fixed = {prompts.UNKNOWN_ANSWER, prompts.NEGATED_ANSWER}
     null_cache: dict[tuple, list[tuple[float, int]]] = {}
     rows = []  # (system, type, gold index, options, cond scores, null scores)
-    for system, _persona, questions, views in records:
+    for system, persona, questions, views in records:
         groups = defaultdict(list)
         for k, text in enumerate(views):
             groups[text].append(k)
@@ -95,7 +95,7 @@ def main() -> None:
             if key not in null_cache:
                 null_cache[key] = option_scores(reader, "", [q])[0]
             rows.append((system, q["type"], q["options"].index(q["answer"]), q["options"], cond[k], null_cache[key]))
-        print(f"{system} {_persona}: {len(rows)} questions read, {time.perf_counter() - start:.0f} s", file=sys.stderr)
+        print(f"{system} {persona}: {len(rows)} questions read, {time.perf_counter() - start:.0f} s", file=sys.stderr)
 
     rules = {"mean": lambda c, n, o: [m for m, _ in c],
              "sum": lambda c, n, o: [m * t for m, t in c]}
@@ -127,7 +127,7 @@ def main() -> None:
             result["accuracy"].setdefault(system, {})[name] = acc
     result["rows"] = [{"system": r[0], "type": r[1], "gold": r[2], "options": r[3], "cond": r[4], "null": r[5]}
                       for r in rows]  # raw scores: (mean log-prob, tokens) per option, for further rules
-    args.out.write_text(json.dumps(result, indent=1) + "\n")
+    args.out.write_text(json.dumps(result) + "\n")  # one line: the raw rows are most of it
     for system, table in result["accuracy"].items():
         print(f"\n{system} ({result['n_questions'][system]} validation questions)")
         types = [t for t in next(iter(table.values())) if t not in ("all", "worst type")]

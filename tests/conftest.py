@@ -47,6 +47,7 @@ class _SmokeRun:
         self.proc: subprocess.Popen | None = None
         self.error: str | None = None
         self.base: Path | None = None
+        self.log = None
 
     def start(self) -> None:
         from workflow_kit import OFFLINE, SMOKE, copy_sources
@@ -75,8 +76,9 @@ class _SmokeRun:
         if self.proc is not None and self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)
             self.proc.wait(timeout=60)
-        if self.base is not None:
+        if self.log is not None:
             self.log.close()
+        if self.base is not None:
             shutil.rmtree(self.base, ignore_errors=True)
 
 

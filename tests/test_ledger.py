@@ -34,7 +34,7 @@ from clerk.ledger import (
 )
 from strategies import alphabet_text, any_text, comparable_junk, ledgers, programs, unicode_text, valid_programs
 
-# >= 2,000 examples per property in the default run; each example is a few small dicts, so the
+# 1,000 examples per property in the default run; each example is a few small dicts, so the
 # whole file stays well under a minute. No deadline: the box is shared and timing is noisy.
 PROPERTY = settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
