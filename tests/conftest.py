@@ -9,6 +9,8 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -41,15 +43,23 @@ class _SmokeRun:
     """The smoke workflow run of this test session, started in the background as soon as the
     collection shows a test that needs it, so that it runs beside the unit tests instead of
     after them (it is the largest single item of the suite: about two minutes on two cores).
-    :meth:`result` waits for it; a failed run fails every test that needs it, with its log."""
+    :meth:`result` waits for it; a failed run fails every test that needs it, with its log.
+
+    A test module may also define ``AFTER_SMOKE_RUN(copy: Path) -> object``: work on its own copy
+    of the finished run (taken before any test can touch the run) that goes on in a background
+    thread while the other smoke tests run; :meth:`follower` waits for its result or exception.
+    """
 
     def __init__(self) -> None:
         self.proc: subprocess.Popen | None = None
         self.error: str | None = None
         self.base: Path | None = None
         self.log = None
+        self.followers: dict[str, Future] = {}
+        self.copied = threading.Event()
+        self.thread: threading.Thread | None = None
 
-    def start(self) -> None:
+    def start(self, followers: dict | None = None) -> None:
         from workflow_kit import OFFLINE, SMOKE, copy_sources
 
         self.base = Path(tempfile.mkdtemp(prefix="clerk-smoke-"))
@@ -61,6 +71,35 @@ class _SmokeRun:
                                          start_new_session=True)
         except OSError as exc:  # no snakemake on PATH: the tests that need the run fail saying so
             self.error = f"could not start the smoke workflow run: {exc} (is the venv's bin on PATH?)"
+            self.copied.set()
+            return
+        self.followers = {name: Future() for name in followers or {}}
+        if not followers:
+            self.copied.set()
+            return
+        self.thread = threading.Thread(target=self._follow, args=(followers,), daemon=True)
+        self.thread.start()
+
+    def _follow(self, followers: dict) -> None:
+        """After the run: copy it for every follower, release :meth:`result`, run the followers."""
+        returncode = self.proc.wait()
+        copies = {}
+        try:
+            if returncode == 0:
+                for name in followers:
+                    copies[name] = self.base / f"after-{name}"
+                    shutil.copytree(self.dest, copies[name], symlinks=True)
+        finally:
+            self.copied.set()
+        for name, work in followers.items():
+            future = self.followers[name]
+            if name not in copies:
+                future.set_exception(RuntimeError(f"the smoke workflow run failed (exit {returncode})"))
+                continue
+            try:
+                future.set_result(work(copies[name]))
+            except BaseException as exc:  # pytest.fail raises a BaseException; the test re-raises it
+                future.set_exception(exc)
 
     def result(self) -> Path:
         if self.proc is None and self.error is None:  # not announced by the collection
@@ -68,14 +107,24 @@ class _SmokeRun:
         if self.error is not None:
             pytest.fail(self.error)
         returncode = self.proc.wait(timeout=900)
+        self.copied.wait(timeout=300)
         log = (self.base / "snakemake.log").read_text()
         assert returncode == 0, f"the smoke workflow run failed (exit {returncode}):\n{log[-6000:]}"
         return self.dest
+
+    def follower(self, name: str):
+        """The result of module ``name``'s AFTER_SMOKE_RUN (its exception re-raised)."""
+        self.result()
+        if name not in self.followers:
+            pytest.fail(f"{name}.AFTER_SMOKE_RUN was not started at collection")
+        return self.followers[name].result(timeout=900)
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGTERM)
             self.proc.wait(timeout=60)
+        if self.thread is not None:
+            self.thread.join(timeout=300)
         if self.log is not None:
             self.log.close()
         if self.base is not None:
@@ -90,16 +139,21 @@ def _needs_smoke_run(item) -> bool:
 
 
 def pytest_collection_modifyitems(config, items):
-    """The modules with a test that needs the smoke run go last (each kept whole and in order),
-    so every other test runs while the smoke run is still going in the background."""
-    late = {item.module.__name__ for item in items if _needs_smoke_run(item)}
-    items.sort(key=lambda item: item.module.__name__ in late)  # stable: order kept within each part
+    """The tests that need the smoke run go last (in their order), so that every other test runs
+    while the smoke run is still going in the background; a module's other tests stay ahead. Those
+    that wait for AFTER_SMOKE_RUN work come at the very end, after the ones that read the run
+    while that work goes on."""
+    items.sort(key=lambda item: (_needs_smoke_run(item), "after_smoke_run" in getattr(item, "fixturenames", ())))
 
 
 def pytest_collection_finish(session):
-    """Start the smoke run now if any selected test needs it (directly or through a fixture)."""
-    if not session.config.option.collectonly and any(_needs_smoke_run(item) for item in session.items):
-        _SMOKE_RUN.start()
+    """Start the smoke run now if any selected test needs it (directly or through a fixture), with
+    the AFTER_SMOKE_RUN work of the selected tests' modules."""
+    if session.config.option.collectonly or not any(_needs_smoke_run(item) for item in session.items):
+        return
+    followers = {item.module.__name__: item.module.AFTER_SMOKE_RUN for item in session.items
+                 if _needs_smoke_run(item) and hasattr(item.module, "AFTER_SMOKE_RUN")}
+    _SMOKE_RUN.start(followers)
 
 
 def pytest_unconfigure(config):
@@ -110,6 +164,14 @@ def pytest_unconfigure(config):
 def smoke_run():
     """A copy of the repository's sources (no shipped results) with the smoke workflow run to the
     end on the local machine: once per test session (started in the background at collection),
-    shared by test_workflow.py, test_resume_workflow.py and test_slurm.py (which compares its
-    Slurm run's tables with these)."""
+    shared by test_workflow.py, test_slurm.py (which compares its Slurm run's tables with these)
+    and test_resume_workflow.py (whose AFTER_SMOKE_RUN kills and reruns a train job in its own
+    copy, beside the other readers)."""
     return _SMOKE_RUN.result()
+
+
+@pytest.fixture(scope="session")
+def after_smoke_run(smoke_run):
+    """``after_smoke_run(module_name)``: the result of that module's AFTER_SMOKE_RUN work (which
+    the collection started; a test using this fixture counts as one that needs the smoke run)."""
+    return _SMOKE_RUN.follower

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import time
@@ -64,11 +63,10 @@ def _kill_during_train(repo: Path) -> None:
     assert not (repo / TARGET / "metrics.json").exists(), "training finished before the kill"
 
 
-@pytest.fixture(scope="module")
-def resumed(smoke_run, tmp_path_factory) -> dict:
-    """The smoke run copied; its train job of one seed killed mid-run, then rerun to the end."""
-    repo = tmp_path_factory.mktemp("resume") / "repo"
-    shutil.copytree(smoke_run, repo, symlinks=True)
+def AFTER_SMOKE_RUN(repo: Path) -> dict:  # noqa: N802 (the name conftest.py looks for)
+    """In a copy of the finished smoke run (``repo``): its train job of one seed killed mid-run,
+    then rerun to the end. conftest.py runs this in the background as soon as the smoke run ends,
+    beside the other tests that read the smoke run."""
     reference = {name: (repo / TARGET / name).read_bytes() for name in ("adapter_model.safetensors", "train_log.csv")}
     _kill_during_train(repo)
     _snakemake(repo, "--unlock")
@@ -82,6 +80,12 @@ def resumed(smoke_run, tmp_path_factory) -> dict:
         "adapter": (repo / TARGET / "adapter_model.safetensors").read_bytes(),
         "checkpoints_left": (repo / CHECKPOINTS).exists(),
     }
+
+
+@pytest.fixture(scope="module")
+def resumed(after_smoke_run) -> dict:
+    """The outcome of :func:`AFTER_SMOKE_RUN` (its failure, if any, raised here)."""
+    return after_smoke_run(__name__)
 
 
 class TestResumeUnderWorkflow:
