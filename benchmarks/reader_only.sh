@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Reader lever (issue 12): a reader adapter trained on ANSWER examples only, apart from the policy,
+# with 4x the ANSWER examples of the shipped mixture, then read on seed 137's VALIDATION personas
+# by benchmarks/reader_calibration.py (the same questions and scoring rules as the shipped
+# adapter's row in benchmarks/reader-levers.md). Never touches a test split.
+#
+#   benchmarks/reader_only.sh RUN WORK [STEPS]
+#
+# RUN: a finished default run (its results/data/137/train.jsonl and results/sft/137 are read);
+# WORK: a scratch directory. The recipe is the shipped one (lr 1e-3, r 16, all projections,
+# one example per step, fp32, one thread) except the data and the step count (default 600).
+set -euo pipefail
+run=$1 work=$2 steps=${3:-600}
+model=${MODEL:-resources/models/smollm2-135m}
+mkdir -p "$work"
+clerk build-sft --timelines "$run/results/data/137/train.jsonl" --tokenizer "$model" --seed 137 \
+  --answer-ratio 2.0 --answer-views ledger=3,full=1,window=1,rag=1,add-only=1 --evict-weight 2 \
+  --window-k 2 --rag-k 6 --val-fraction 0.1 --out "$work/sft_mix" > "$work/build.log" 2>&1
+python - "$work" <<'EOF'
+import shutil, sys
+from datasets import DatasetDict, load_from_disk
+work = sys.argv[1]
+mix = load_from_disk(f"{work}/sft_mix")
+DatasetDict({k: v.filter(lambda r: r["task"] == "answer") for k, v in mix.items()}).save_to_disk(f"{work}/sft")
+shutil.copy(f"{work}/sft_mix/sft_stats.json", f"{work}/sft/sft_stats.json")  # the same persona split
+EOF
+# A run-shaped tree for reader_calibration.py: the run's timelines, this SFT split, this adapter.
+mkdir -p "$work/run/results/data" "$work/run/results/sft" "$work/run/results/train"
+ln -sfn "$(realpath "$run/results/data/137")" "$work/run/results/data/137"
+ln -sfn "$(realpath "$work/sft")" "$work/run/results/sft/137"
+OMP_NUM_THREADS=1 clerk train --sft "$work/sft" --model "$model" --seed 137 --lr 1e-3 --max-steps "$steps" \
+  --batch-size 1 --grad-accum 1 --max-length 1024 --lora-r 16 --lora-alpha 32 --lora-dropout 0 --bf16 off \
+  --save-steps 50 --threads 1 --snapshot-steps $((steps / 2)) --checkpoint-dir "$work/ckpt" \
+  --out "$work/run/results/train/137" > "$work/train.log" 2>&1
+OMP_NUM_THREADS=1 python benchmarks/reader_calibration.py --run "$work/run" --seed 137 --model "$model" \
+  --out "$work/calibration.json"
