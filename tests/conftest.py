@@ -47,7 +47,8 @@ class _SmokeRun:
 
     A test module may also define ``AFTER_SMOKE_RUN(copy: Path) -> object``: work on its own copy
     of the finished run (taken before any test can touch the run) that goes on in a background
-    thread while the other smoke tests run; :meth:`follower` waits for its result or exception.
+    thread (one per module, side by side) while the other smoke tests run; :meth:`follower` waits
+    for its result or exception.
     """
 
     def __init__(self) -> None:
@@ -91,15 +92,22 @@ class _SmokeRun:
                     shutil.copytree(self.dest, copies[name], symlinks=True)
         finally:
             self.copied.set()
-        for name, work in followers.items():
-            future = self.followers[name]
-            if name not in copies:
-                future.set_exception(RuntimeError(f"the smoke workflow run failed (exit {returncode})"))
-                continue
-            try:
-                future.set_result(work(copies[name]))
-            except BaseException as exc:  # pytest.fail raises a BaseException; the test re-raises it
-                future.set_exception(exc)
+        threads = [threading.Thread(target=self._run_follower, args=(name, work, copies.get(name), returncode))
+                   for name, work in followers.items()]  # side by side: each is mostly one process
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+
+    def _run_follower(self, name: str, work, copy: Path | None, returncode: int) -> None:
+        future = self.followers[name]
+        if copy is None:
+            future.set_exception(RuntimeError(f"the smoke workflow run failed (exit {returncode})"))
+            return
+        try:
+            future.set_result(work(copy))
+        except BaseException as exc:  # pytest.fail raises a BaseException; the test re-raises it
+            future.set_exception(exc)
 
     def result(self) -> Path:
         if self.proc is None and self.error is None:  # not announced by the collection

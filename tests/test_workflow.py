@@ -1,8 +1,9 @@
 """The real workflow: dry runs of every profile and one full smoke run through the paper.
 
-The smoke run (the ``smoke_run`` fixture of conftest.py, shared with test_slurm.py and the resume test) happens once per test session in a copy
-of the repository (the working tree's own ``results/`` is never touched) and the tests below
-inspect it: a second invocation has nothing to do, forced re-rendering is byte-identical, every
+The smoke run (the ``smoke_run`` fixture of conftest.py, shared with test_slurm.py and the resume
+test) happens once per test session in a copy of the repository (the working tree's own
+``results/`` is never touched) and the tests below inspect it: a second invocation has nothing to
+do, forced re-rendering (in a copy of the run, beside the other tests) is byte-identical, every
 number in the paper verifies and traces back to the ``generate`` rule, and one flipped byte is
 caught by ``clerk verify``.
 """
@@ -38,6 +39,20 @@ def _dry_jobs(workdir: Path, *args: str) -> dict[str, int]:
 
 def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def AFTER_SMOKE_RUN(repo: Path) -> tuple[int, str, list[str]]:  # noqa: N802 (the name conftest.py looks for)
+    """The report rules forced to rerun in a copy of the finished smoke run (conftest.py runs
+    this in the background beside the other readers of the run): exit status, log tail, and the
+    watched files whose bytes changed."""
+    watched = sorted(
+        p for p in (repo / "results").rglob("*")
+        if p.is_file() and (p.parent.name == "figures" or p.name.startswith("table") or p.name == "numbers.json")
+    ) + [repo / "paper/paper.md"]
+    before = {p: _sha(p) for p in watched}
+    proc = _snakemake(repo, "--cores", "2", *SMOKE, "--forcerun", *REPORT_RULES)
+    changed = [str(p.relative_to(repo)) for p in watched if _sha(p) != before[p]]
+    return proc.returncode, (proc.stdout + proc.stderr)[-3000:], changed
 
 
 class TestDryRuns:
@@ -129,16 +144,10 @@ class TestSmokeRun:
         assert "generate" in proc.stdout
         assert re.search(r"[0-9a-f]{64}", proc.stdout)
 
-    def test_forced_report_rerun_is_byte_identical(self, smoke_run):
+    def test_forced_report_rerun_is_byte_identical(self, after_smoke_run):
         """Re-running the table, figure, numbers and paper rules reproduces identical bytes."""
-        watched = sorted(
-            p for p in (smoke_run / "results").rglob("*")
-            if p.is_file() and (p.parent.name == "figures" or p.name.startswith("table") or p.name == "numbers.json")
-        ) + [smoke_run / "paper/paper.md"]
-        before = {p: _sha(p) for p in watched}
-        proc = _snakemake(smoke_run, "--cores", "2", *SMOKE, "--forcerun", *REPORT_RULES)
-        assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
-        changed = [str(p.relative_to(smoke_run)) for p in watched if _sha(p) != before[p]]
+        returncode, log, changed = after_smoke_run(__name__)
+        assert returncode == 0, log
         assert changed == []
 
     def test_verify_names_a_changed_file(self, smoke_run, tmp_path):
