@@ -10,7 +10,7 @@ import signal
 import subprocess
 import tempfile
 import threading
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -56,9 +56,10 @@ class _SmokeRun:
         self.error: str | None = None
         self.base: Path | None = None
         self.log = None
-        self.followers: dict[str, Future] = {}
-        self.copied = threading.Event()
         self.thread: threading.Thread | None = None
+        self.copied = threading.Event()  # set once the run ended and every follower has its copy
+        self.pool: ThreadPoolExecutor | None = None
+        self.followers: dict[str, Future] = {}
 
     def start(self, followers: dict | None = None) -> None:
         from workflow_kit import OFFLINE, SMOKE, copy_sources
@@ -72,42 +73,22 @@ class _SmokeRun:
                                          start_new_session=True)
         except OSError as exc:  # no snakemake on PATH: the tests that need the run fail saying so
             self.error = f"could not start the smoke workflow run: {exc} (is the venv's bin on PATH?)"
-            self.copied.set()
             return
-        self.followers = {name: Future() for name in followers or {}}
-        if not followers:
-            self.copied.set()
-            return
-        self.thread = threading.Thread(target=self._follow, args=(followers,), daemon=True)
+        self.thread = threading.Thread(target=self._follow, args=(followers or {},), daemon=True)
         self.thread.start()
 
     def _follow(self, followers: dict) -> None:
-        """After the run: copy it for every follower, release :meth:`result`, run the followers."""
-        returncode = self.proc.wait()
-        copies = {}
+        """After a successful run: copy it for each follower and start its work on the copy (all
+        side by side), then release :meth:`result`."""
         try:
-            if returncode == 0:
-                for name in followers:
-                    copies[name] = self.base / f"after-{name}"
-                    shutil.copytree(self.dest, copies[name], symlinks=True)
+            if self.proc.wait() == 0 and followers:
+                self.pool = ThreadPoolExecutor(max_workers=len(followers))
+                for name, work in followers.items():
+                    copy = self.base / f"after-{name}"
+                    shutil.copytree(self.dest, copy, symlinks=True)
+                    self.followers[name] = self.pool.submit(work, copy)
         finally:
             self.copied.set()
-        threads = [threading.Thread(target=self._run_follower, args=(name, work, copies.get(name), returncode))
-                   for name, work in followers.items()]  # side by side: each is mostly one process
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-
-    def _run_follower(self, name: str, work, copy: Path | None, returncode: int) -> None:
-        future = self.followers[name]
-        if copy is None:
-            future.set_exception(RuntimeError(f"the smoke workflow run failed (exit {returncode})"))
-            return
-        try:
-            future.set_result(work(copy))
-        except BaseException as exc:  # pytest.fail raises a BaseException; the test re-raises it
-            future.set_exception(exc)
 
     def result(self) -> Path:
         if self.proc is None and self.error is None:  # not announced by the collection
@@ -133,6 +114,8 @@ class _SmokeRun:
             self.proc.wait(timeout=60)
         if self.thread is not None:
             self.thread.join(timeout=300)
+        if self.pool is not None:
+            self.pool.shutdown(wait=True)
         if self.log is not None:
             self.log.close()
         if self.base is not None:

@@ -152,10 +152,11 @@ class TestRunTraining:
     def test_resume_after_sigterm(self, workdir, reference, capsys):
         """A run killed after its first checkpoint resumes on rerun, says so, and ends at the reference adapter."""
         out = workdir["root"] / "killed"
-        cmd = [sys.executable, "-m", "clerk.cli", "train", "--sft", str(workdir["sft"]), "--model", str(workdir["model"]),
-               "--out", str(out), "--seed", "3", "--max-steps", "30", "--batch-size", "2", "--max-length", "512",
-               "--lr", "0.003", "--lora-r", "4", "--lora-alpha", "8", "--lora-targets", "q_proj,v_proj",
-               "--save-steps", "10", "--logging-steps", "1", "--bf16", "off", "--device", "cpu", "--threads", "1"]
+        args = ["train", "--sft", str(workdir["sft"]), "--model", str(workdir["model"]),
+                "--out", str(out), "--seed", "3", "--max-steps", "30", "--batch-size", "2", "--max-length", "512",
+                "--lr", "0.003", "--lora-r", "4", "--lora-alpha", "8", "--lora-targets", "q_proj,v_proj",
+                "--save-steps", "10", "--logging-steps", "1", "--bf16", "off", "--device", "cpu", "--threads", "1"]
+        cmd = [sys.executable, "-m", "clerk.cli", *args]
         env = {**os.environ, "OMP_NUM_THREADS": "1"}
         marker = out / "checkpoints" / "checkpoint-10" / "clerk_complete"
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -169,7 +170,7 @@ class TestRunTraining:
 
         # The rerun in this process (the same `clerk train` command line; a second interpreter
         # would only add its imports): it must find the checkpoint the killed process left.
-        clerk_main(cmd[3:])
+        clerk_main(args)
         assert f"clerk train: resuming from checkpoint {out / 'checkpoints' / 'checkpoint-10'} (step 10)" in capsys.readouterr().err
         assert json.loads((out / "metrics.json").read_text())["resumed_from_step"] == 10
         assert (out / "adapter_model.safetensors").read_bytes() == (reference.out / "adapter_model.safetensors").read_bytes()
