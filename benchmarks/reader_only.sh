@@ -13,26 +13,13 @@
 set -euo pipefail
 run=$1 work=$2 steps=${3:-600} seed=${SEED:-137}
 model=${MODEL:-resources/models/smollm2-135m}
-mkdir -p "$work"
-clerk build-sft --timelines "$run/results/data/$seed/train.jsonl" --tokenizer "$model" --seed "$seed" \
-  --answer-ratio 2.0 --answer-views ledger=3,full=1,window=1,rag=1,add-only=1 --evict-weight 2 \
-  --window-k 2 --rag-k 6 --val-fraction 0.1 --out "$work/sft_mix" > "$work/build.log" 2>&1
-python - "$work" <<'EOF'
-import shutil, sys
-from datasets import DatasetDict, load_from_disk
-work = sys.argv[1]
-mix = load_from_disk(f"{work}/sft_mix")
-DatasetDict({k: v.filter(lambda r: r["task"] == "answer") for k, v in mix.items()}).save_to_disk(f"{work}/sft")
-shutil.copy(f"{work}/sft_mix/sft_stats.json", f"{work}/sft/sft_stats.json")  # the same persona split
-EOF
+source "$(dirname "$0")/task_sft.sh"
+task_sft "$run" "$work" "$seed" "$model" 2.0 answer
 # A run-shaped tree for reader_calibration.py: the run's timelines, this SFT split, this adapter.
 mkdir -p "$work/run/results/data" "$work/run/results/sft" "$work/run/results/train"
 ln -sfn "$(realpath "$run/results/data/$seed")" "$work/run/results/data/$seed"
 ln -sfn "$(realpath "$work/sft")" "$work/run/results/sft/$seed"
-OMP_NUM_THREADS=1 clerk train --sft "$work/sft" --model "$model" --seed "$seed" --lr 1e-3 --max-steps "$steps" \
-  --batch-size 1 --grad-accum 1 --max-length 1024 --lora-r 16 --lora-alpha 32 --lora-dropout 0 --bf16 off \
-  --save-steps 50 --threads 1 --snapshot-steps $((steps / 2)) --checkpoint-dir "$work/ckpt" \
-  --out "$work/run/results/train/$seed" > "$work/train.log" 2>&1
+train_recipe "$work/sft" "$model" "$seed" "$steps" $((steps / 2)) "$work" "$work/run/results/train/$seed"
 OMP_NUM_THREADS=1 python benchmarks/reader_calibration.py --run "$work/run" --seed "$seed" --model "$model" \
   --out "$work/calibration.json"
 # The test suite's reference reader (tests/fixtures/instrument/reader, kept under 5 MiB): each
