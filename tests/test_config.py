@@ -43,7 +43,7 @@ BAD_CONFIGS = [
     ("streams.policies", ["lru", "belady"], f"config.streams.policies.1: 'belady' is not one of {POLICIES}"),
     ("model.kind", "ollama", "config.model.kind: 'ollama' is not one of ['pypi-gguf', 'hf', 'scratch', 'local']"),
     ("evaluate.dtype", "float16", "config.evaluate.dtype: 'float16' is not one of ['auto', 'float32', 'bfloat16']"),
-    ("evaluate.reader_model", "trained", "config.evaluate.reader_model: 'trained' is not one of ['base', 'adapter']"),
+    ("evaluate.reader_model", "trained", "config.evaluate.reader_model: 'trained' is not one of ['base', 'adapter', 'reader']"),
     ("train.bf16", "yes", "config.train.bf16: 'yes' is not one of ['auto', 'on', 'off']"),
     ("train.bf16", False, "config.train.bf16: False is not one of ['auto', 'on', 'off']"),
     ("train.lora_targets", ["q_proj", "q proj"], "config.train.lora_targets.1: 'q proj' does not match"),

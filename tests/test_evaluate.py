@@ -187,14 +187,15 @@ class TestRunArgs:
         from clerk.evaluate.cli import runtime_from_args
         from clerk.evaluate.runner import catalogue_keys
 
-        rt = runtime_from_args(self._args("--adapter", "a", "--reader-model", "base", "--no-constrained",
+        rt = runtime_from_args(self._args("--adapter", "a", "--reader-model", "base", "--reader-pmi", "0.25",
+                                          "--reader-adapter", "r", "--no-constrained",
                                           "--window-k", "2", "--rag-k", "5", "--max-read-tokens", "99",
                                           "--add-only-budget", "40", "--max-new-tokens", "7", "--batch-size", "3",
                                           "--reader", "rule", "--dtype", "float32"))
         assert rt.config == EvalConfig(window_k=2, rag_k=5, max_new_tokens=7, batch_size=3, reader="rule",
-                                       reader_model="base", constrained=False, max_read_tokens=99,
+                                       reader_model="base", reader_pmi=0.25, constrained=False, max_read_tokens=99,
                                        add_only_budget=40, dtype="float32")
-        assert (rt.model_dir, rt.adapter_dir) == ("m", "a")
+        assert (rt.model_dir, rt.adapter_dir, rt.reader_adapter_dir) == ("m", "a", "r")
         assert rt.predicates == catalogue_keys(None) and "job" in rt.predicates
 
     def test_defaults_are_evalconfigs(self):
@@ -217,7 +218,7 @@ class TestRunArgs:
 
         evaluate_flags, erasure_flags = options(eval_cli.register_cli, "evaluate"), options(erasure.register_cli, "erasure")
         assert erasure_flags - evaluate_flags == {"ignore_forget"} and evaluate_flags <= erasure_flags
-        assert {"reader_model", "constrained", "phrasings"} <= evaluate_flags
+        assert {"reader_model", "reader_adapter", "reader_pmi", "constrained", "phrasings"} <= evaluate_flags
 
 
 class Garbage(LedgerSystem):
@@ -314,6 +315,40 @@ class TestCliErrors:
                  "--out", tmp_path / "o")
         assert err.value.code == 2
         assert "--adapter is required for system 'full' (it reads or writes with the trained adapter)" in capsys.readouterr().err
+        assert not (tmp_path / "o").exists()
+
+
+class TestSeparateReader:
+    def test_reader_adapter_reads_every_system(self, workdir, full_run, tmp_path):
+        """--reader-model reader reads with --reader-adapter, not with the policy's --adapter: with the
+        policy's adapter given as the reader adapter and another adapter as the policy's, every
+        transcript system picks what the shared-adapter run picked, and the readers say "reader"."""
+        import torch
+        from peft import LoraConfig, get_peft_model
+        from transformers import AutoModelForCausalLM
+
+        torch.manual_seed(1)
+        other = get_peft_model(AutoModelForCausalLM.from_pretrained(workdir / "model"),
+                               LoraConfig(r=2, lora_alpha=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False))
+        other.save_pretrained(tmp_path / "policy")
+        systems = ["full", "window", "rag"]
+        _cli("evaluate", "--timelines", workdir / "test.jsonl", "--model", workdir / "model", "--adapter",
+             tmp_path / "policy", "--reader-model", "reader", "--reader-adapter", workdir / "adapter",
+             "--systems", *systems, "--out", tmp_path / "o", "--max-read-tokens", "200", "--quiet")
+        metrics = json.loads((tmp_path / "o" / "metrics.json").read_text())
+        assert metrics["config"]["reader_adapter"] == str(workdir / "adapter")
+        assert {m["reader"]["model"] for m in metrics["systems"].values()} == {"reader"}
+        picks = lambda path: [(r["system"], r["persona"], r["session"], r["q"], r["chosen"]) for r in _rows(path)
+                              if r["system"] in systems]
+        assert picks(tmp_path / "o" / "predictions.jsonl") == picks(full_run / "predictions.jsonl")
+
+    def test_reader_model_reader_needs_the_reader_adapter(self, workdir, tmp_path, capsys):
+        """--reader-model reader without --reader-adapter exits 2 before any model loads."""
+        with pytest.raises(SystemExit) as err:
+            _cli("evaluate", "--timelines", workdir / "test.jsonl", "--model", workdir / "model", "--systems", "full",
+                 "--reader-model", "reader", "--out", tmp_path / "o")
+        assert err.value.code == 2
+        assert "--reader-adapter is required for system 'full'" in capsys.readouterr().err
         assert not (tmp_path / "o").exists()
 
 

@@ -111,7 +111,9 @@ class TestEvalConfig:
         ({"rag_k": "3"}, "rag_k must be an int >= 1, got '3'"),
         ({"max_read_tokens": 0}, "max_read_tokens must be an int >= 1 or -1, got 0"),
         ({"reader": "judge"}, "reader must be one of mc, rule, got 'judge'"),
-        ({"reader_model": "big"}, "reader_model must be one of base, adapter, got 'big'"),
+        ({"reader_model": "big"}, "reader_model must be one of base, adapter, reader, got 'big'"),
+        ({"reader_pmi": 1.5}, "reader_pmi must be a number in [0, 1], got 1.5"),
+        ({"reader_pmi": "0.25"}, "reader_pmi must be a number in [0, 1], got '0.25'"),
         ({"constrained": "yes"}, "constrained must be true or false, got 'yes'"),
         ({"constrained": 1}, "constrained must be true or false, got 1"),
         ({"add_only_budget": -2}, "add_only_budget must be an int >= 1 or -1, got -2"),
@@ -461,6 +463,31 @@ class TestReader:
         assert len(set(plain)) > 1  # the options really compete
         last = len(tokenizer(split_prompt(_prompt(tokenizer, views[-1][0]))[0], add_special_tokens=False)["input_ids"])
         assert grown.stats["encoded_tokens"] == last  # each view's new tokens once: the last view's length
+
+    def test_pmi_calibration_is_view_minus_weighted_empty_view(self, reader_model, tokenizer):
+        """With pmi a, the chosen option maximises (mean log-prob after the view) - a x (mean log-prob
+        after the empty view), each scored as a whole prompt on its own; the empty view is scored
+        once per question however many systems ask it, and a = 0 is the plain rule."""
+        from clerk.models.loading import chat_prompt
+        from clerk.scoring.mc import pick, score_options
+
+        def scores(text, q):
+            prompt = chat_prompt(tokenizer, prompts.answer_messages(text, q["question"]))
+            return score_options(reader_model, tokenizer, prompt, q["options"])
+
+        views = _full_views(tokenizer)
+        reader, got, want, plain = Reader(reader_model, tokenizer, pmi=0.5), [], [], []
+        for text, questions in views:
+            got += reader.choose(("full", "Ari"), text, questions)
+            for q in questions:
+                view, empty = scores(text, q), scores("", q)
+                want.append(pick([v - 0.5 * e for v, e in zip(view, empty)]))
+                plain.append(pick(view))
+        assert got == want and got != plain  # the calibration changes some choices here
+        n_empty = len(reader._empty)
+        reader.choose(("oracle", "Ari"), views[0][0] + " ", views[0][1])  # another view, the same questions
+        assert len(reader._empty) == n_empty
+        assert Reader(reader_model, tokenizer, pmi=0.0).choose(("x",), views[0][0], views[0][1]) == plain[:len(views[0][1])]
 
     def test_memo_of_repeated_questions(self, reader_model, tokenizer):
         """The same view, question and options read again (by another system) reuse the choice:

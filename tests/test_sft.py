@@ -436,6 +436,24 @@ class TestCli:
                          evict_weight=3)
         assert all_rows(load_from_disk(str(tmp_path / "o"))) == all_rows(expected)
 
+    def test_tasks_flag_splits_the_mixture(self, tmp_path):
+        """--tasks consolidate / answer keep exactly the mixture's rows of that task (the same persona
+        split and sampled questions as --tasks both), and the stats say which were kept."""
+        from datasets import load_from_disk
+
+        timelines = tmp_path / "train.jsonl"
+        clerk.generator.files.write_timelines(timelines, personas(4))
+        rows = {}
+        for tasks in ("both", "consolidate", "answer"):
+            clerk_main(["build-sft", "--timelines", str(timelines), "--seed", "3", "--out", str(tmp_path / tasks),
+                        "--val-fraction", "0.25", "--answer-ratio", "1.0", "--tasks", tasks])
+            rows[tasks] = all_rows(load_from_disk(str(tmp_path / tasks)))
+            stats = json.loads((tmp_path / tasks / "sft_stats.json").read_text())
+            assert stats["tasks_kept"] == tasks
+        for task in ("consolidate", "answer"):
+            kept = [(split, row) for split, row in rows["both"] if row["task"] == task]
+            assert rows[task] == kept and {split for split, _ in kept} == {"train", "validation"}
+
     def test_transcript_views_need_the_tokenizer_flag(self, tmp_path, capsys):
         """Transcript view kinds without --tokenizer exit 2 naming the flag."""
         timelines = tmp_path / "train.jsonl"

@@ -87,7 +87,7 @@ def metrics_record(seed: int, split: str, accs: dict[str, float], negated: float
                      "splits": [split], "seeds": [seed]},
            "config": {"systems": list(accs), "model": "resources/models/tiny", "adapter": f"results/train/{seed}",
                       "window_k": 2, "rag_k": 4, "max_new_tokens": 48, "batch_size": 8, "reader": "mc",
-                      "reader_model": "base", "max_read_tokens": -1, "add_only_budget": -1},
+                      "reader_model": "base", "reader_pmi": 0.25, "max_read_tokens": -1, "add_only_budget": -1},
            "versions": {"clerk": "0.1.0", **{n: "1" for n in accs}},
            "systems": systems, "wall_seconds": 9.0}
     validate_record("metrics", rec)
@@ -147,8 +147,8 @@ def write_benchmarks(root: Path) -> list[str]:
     return paths
 
 
-def write_train(root: Path, seed: int, losses: list[float]) -> str:
-    folder = root / "train" / str(seed)
+def write_train(root: Path, seed: int, losses: list[float], kind: str = "train") -> str:
+    folder = root / kind / str(seed)
     folder.mkdir(parents=True, exist_ok=True)
     rows = "".join(f"{5 * (k + 1)},{loss:.6f},1.0e-04,{100 * (k + 1)},{2.0 * (k + 1):.2f}\n"
                    for k, loss in enumerate(losses))
@@ -323,7 +323,7 @@ class TestBenchmarksTable:
 
 def write_world(root: Path) -> dict[str, list[str]]:
     """Timelines, metrics, training folders and streams of two seeds, as the workflow lays them out."""
-    files: dict[str, list[str]] = {"timelines": [], "metrics": [], "train": [], "streams": []}
+    files: dict[str, list[str]] = {"timelines": [], "metrics": [], "train": [], "reader_train": [], "streams": []}
     for seed in (137, 991):
         for split, size in (("train", 3), ("test", 2), ("test_ood", 2), ("long", 1)):
             path = root / "results" / "data" / str(seed) / f"{split}.jsonl"
@@ -334,6 +334,7 @@ def write_world(root: Path) -> dict[str, list[str]]:
         for split in ("test", "test_ood"):
             files["metrics"].append(write_metrics(root, seed, split, all_systems(SEED_ACCS[seed])))
         files["train"].append(write_train(root / "results", seed, [3.0, 2.0, 1.5 + seed / 10000]))
+        files["reader_train"].append(write_train(root / "results", seed, [2.0, 1.0, 0.5, 0.25], "train_reader"))
         stream = make_stream(seed, length=30, num_foundational=4, recalls_per_foundational=2, noise_per_turn=2)
         path = root / "results" / "streams" / f"{seed}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -346,6 +347,7 @@ class TestSetupFacts:
     def test_settings_come_from_the_files(self, tmp_path):
         """Seeds, split sizes, budget, options, training and stream settings are read from the runs' files."""
         facts = setup_facts(**write_world(tmp_path))
+        assert facts["reader"]["steps_mean"] == 20 and facts["reader"]["train_loss_mean"] == 0.25
         assert facts["seeds"] == [137, 991] and facts["n_seeds"] == 2 and facts["budget"] == 5
         assert facts["options"] == 10 and facts["chance"] == 0.1 and facts["ci_level"] == 0.95
         assert facts["data"]["train"] == {"personas": 3, "sessions": 3}
@@ -493,7 +495,8 @@ def results_world(tmp_path_factory, eviction_csvs) -> Path:
     main(["table-read-cost", "--csv", *write_read_cost(root), "--out", str(res / "read_cost.csv")])
     main(["table-benchmarks", "--tsv", *write_benchmarks(root), "--root", str(root / "benchmarks" / "runs"),
           "--out", str(res / "benchmarks.csv")])
-    main(["table-setup", *(a for k, v in files.items() for a in (f"--{k}", *v)), "--out", str(res / "setup.json")])
+    main(["table-setup", *(a for k, v in files.items() for a in (f"--{k.replace('_', '-')}", *v)),
+          "--out", str(res / "setup.json")])
     main(["table-erasure", "--metrics", *(write_erasure_metrics(root, seed) for seed in (137, 991)),
           "--out", str(res / "table5.csv")])
     # The paired table and the learning curve, written here (their verbs need predictions and

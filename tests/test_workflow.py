@@ -75,8 +75,16 @@ class TestDryRuns:
         assert proc.returncode == 0, out[-3000:]
         config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
         seeds = [str(s) for s in config["seeds"]]
-        snaps = dict(re.findall(r"clerk train .*?--seed (\d+) .*?--snapshot-steps (\d+)", out))
+        snaps = dict(re.findall(r"clerk train --sft results/sft/(\d+) .*?--snapshot-steps (\d+)", out))
         assert snaps == {seed: str(config["train"]["snapshot_steps"]) if seed == seeds[0] else "0" for seed in seeds}
+        # The separate reader: every seed, the reader block's steps, no snapshots.
+        readers = re.findall(r"clerk train --sft results/sft_reader/(\d+) .*?--max-steps (\d+) .*?--snapshot-steps (\d+)", out)
+        assert sorted(readers) == sorted((seed, str(config["reader"]["max_steps"]), "0") for seed in seeds)
+        # ... and it reads every evaluation and erasure job, with the configured calibration.
+        reads = re.findall(r"clerk (evaluate|erasure) .*?--adapter results/train/(\d+) --reader-adapter "
+                           r"results/train_reader/(\d+) .*?--reader-model (\w+) --reader-pmi ([\d.]+)", out)
+        assert len(reads) == 3 * len(seeds) and {(r[1] == r[2], r[3], float(r[4])) for r in reads} == {
+            (True, "reader", config["evaluate"]["reader_pmi"])}
         curve = re.search(r"clerk learning-curve .*", out).group(0)
         assert f"--adapter results/train/{seeds[0]} " in curve and f"--sessions {config['train']['curve_sessions']} " in curve
 
@@ -104,7 +112,8 @@ class TestDryRuns:
         """`snakemake -n results/table1.csv` schedules table 1's ancestors and nothing else."""
         jobs = _dry_jobs(ROOT, "results/table1.csv", "--forceall", *SMOKE)
         assert jobs["table_systems"] == 1
-        assert set(jobs) == {"generate", "build_sft", "base_model", "train", "evaluate", "table_systems"}
+        assert set(jobs) == {"generate", "build_sft", "base_model", "train", "build_sft_reader", "train_reader",
+                             "evaluate", "table_systems"}
         assert jobs["evaluate"] == 2  # one test split per smoke seed, no test_ood
 
 

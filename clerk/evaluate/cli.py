@@ -14,7 +14,7 @@ from typing import Any
 from clerk.evaluate.read_cost import run_read_cost
 from clerk.evaluate.runner import run_evaluate
 from clerk.memory import MEMORY_REGISTRY, EvalConfig
-from clerk.memory.base import DTYPES
+from clerk.memory.base import DTYPES, READER_MODELS
 
 
 def _add_view_knobs(p: Any) -> None:
@@ -42,6 +42,9 @@ def add_run_args(p: Any, systems_help: str = "memory systems (registry keys)") -
     p.add_argument("--timelines", required=True, help="timelines file (JSON lines, one persona per line)")
     p.add_argument("--model", required=True, help="base model directory (from clerk materialize-model)")
     p.add_argument("--adapter", default=None, help="LoRA adapter directory (from clerk train); needed by clerk")
+    p.add_argument("--reader-adapter", dest="reader_adapter", default=None, metavar="DIR",
+                   help="the separate reader's LoRA adapter (clerk train on ANSWER examples); "
+                   "needed by --reader-model reader")
     p.add_argument("--systems", nargs="+", required=True, metavar="NAME", help=systems_help)
     p.add_argument("--out", required=True, help="output directory")
     # views
@@ -57,8 +60,12 @@ def add_run_args(p: Any, systems_help: str = "memory systems (registry keys)") -
                    help=f"prompts per generation batch (default: {d.batch_size})")
     p.add_argument("--reader", choices=("mc", "rule"), default=d.reader,
                    help="mc = multiple-choice log-likelihood; rule = exact rule reader, ledger systems only (default: mc)")
-    p.add_argument("--reader-model", dest="reader_model", choices=("base", "adapter"), default=d.reader_model,
-                   help=f"the one model that reads every system (default: {d.reader_model})")
+    p.add_argument("--reader-model", dest="reader_model", choices=READER_MODELS, default=d.reader_model,
+                   help="the one model that reads every system: adapter = the policy's (--adapter), reader = "
+                   f"a separate reader adapter (--reader-adapter), base = no adapter (default: {d.reader_model})")
+    p.add_argument("--reader-pmi", dest="reader_pmi", type=float, default=d.reader_pmi, metavar="A",
+                   help="contextual calibration of the MC reader: each option's mean log-probability minus A x "
+                   f"its mean log-probability after the empty view, A in [0, 1] (default: {d.reader_pmi})")
     p.add_argument("--constrained", action=argparse.BooleanOptionalAction, default=d.constrained,
                    help="hold model writers to the program grammar of their ledger (llguidance; default: on)")
     p.add_argument("--write-only", dest="write_only", nargs="*", default=[], metavar="NAME",
@@ -80,9 +87,10 @@ def runtime_from_args(args: Any) -> Any:
     set_torch_threads(args.threads)
     cfg = EvalConfig(window_k=args.window_k, rag_k=args.rag_k, max_new_tokens=args.max_new_tokens,
                      batch_size=args.batch_size, reader=args.reader, reader_model=args.reader_model,
+                     reader_pmi=args.reader_pmi,
                      max_read_tokens=args.max_read_tokens, add_only_budget=args.add_only_budget,
                      dtype=args.dtype, constrained=args.constrained, write_only=tuple(args.write_only))
-    runtime = Runtime(cfg, model_dir=args.model, adapter_dir=args.adapter)
+    runtime = Runtime(cfg, model_dir=args.model, adapter_dir=args.adapter, reader_adapter_dir=args.reader_adapter)
     runtime.predicates = catalogue_keys(args.phrasings)
     return runtime
 

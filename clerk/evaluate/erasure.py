@@ -71,7 +71,7 @@ SCHEMAS: dict[str, dict[str, tuple]] = {
         "chosen": (int, _N),  # forgotten questions only: the reader's option; -1 = rule answer not an option
         "correct": (bool, _N),
         "chose_forgotten": (bool, _N),  # the chosen option is a forgotten value
-        "reader": (str, _N),  # "base" | "adapter" | "rule" (forgotten questions only)
+        "reader": (str, _N),  # "base" | "adapter" | "reader" | "rule" (forgotten questions only)
     },
     "metrics": {
         "schema": (str,),
@@ -87,7 +87,7 @@ SCHEMAS: dict[str, dict[str, tuple]] = {
         "version": (str,),
         "is_ledger": (bool,),
         "forget_action": (str,),  # the system's forget_action, or "ignored" in mode ignore
-        "reader": (dict,),  # {"method": "mc" | "rule", "model": "base" | "adapter" | None}
+        "reader": (dict,),  # {"method": "mc" | "rule", "model": "base" | "adapter" | "reader" | None}
         "n_views": (int,),  # views checked (questions after a forget with a live value)
         "n_leaks": (int,),
         "leak_rate": (float, _N),  # None when no view was checked
@@ -266,7 +266,7 @@ def run_erasure(args: Any, registry: Registry = MEMORY_REGISTRY) -> None:
                   "n_sessions": max(len(tl["sessions"]) for tl in timelines),
                   "n_forget_requests": sum(len(s.get("forget") or []) for tl in timelines for s in tl["sessions"])},
         "config": {"systems": list(args.systems), "ignore_forget": list(args.ignore_forget), "model": args.model,
-                   "adapter": args.adapter, **cfg.to_dict()},
+                   "adapter": args.adapter, "reader_adapter": args.reader_adapter, **cfg.to_dict()},
         "versions": versions,
         "rows": summary,
         "wall_seconds": float(time.perf_counter() - start),

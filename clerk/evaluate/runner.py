@@ -51,10 +51,13 @@ def make_systems(names: list[str], runtime: Runtime, registry: Registry = MEMORY
     for name, system in out.items():
         if runtime.config.reader == "rule" and not system.is_ledger:
             raise UserError(f"--reader rule needs a ledger system, got {name!r} (use --reader mc)")
-        needs_adapter = getattr(system, "writer_kind", None) == "adapter" or (
-            runtime.config.reader == "mc" and runtime.config.reader_model == "adapter")
+        reads_with = runtime.config.reader_model if runtime.config.reader == "mc" else None
+        needs_adapter = getattr(system, "writer_kind", None) == "adapter" or reads_with == "adapter"
         if needs_adapter and runtime.adapter_dir is None:
             raise UserError(f"--adapter is required for system {name!r} (it reads or writes with the trained adapter)")
+        if reads_with == "reader" and runtime.reader_adapter_dir is None:
+            raise UserError(f"--reader-adapter is required for system {name!r} (--reader-model reader reads "
+                            "every system with the separate reader adapter)")
     return out
 
 
@@ -266,7 +269,8 @@ def run_evaluate(args: Any, registry: Registry = MEMORY_REGISTRY) -> None:
         "schema": METRICS_SCHEMA_ID,
         "input": {"path": str(args.timelines), "sha256": sha256_file(args.timelines), "n_personas": len(timelines),
                   "splits": sorted({tl["split"] for tl in timelines}), "seeds": sorted({tl["seed"] for tl in timelines})},
-        "config": {"systems": list(args.systems), "model": args.model, "adapter": args.adapter, **cfg.to_dict()},
+        "config": {"systems": list(args.systems), "model": args.model, "adapter": args.adapter,
+                   "reader_adapter": args.reader_adapter, **cfg.to_dict()},
         "versions": {"clerk": __version__, **{name: summary[name]["version"] for name in args.systems}},
         "systems": summary,
         "wall_seconds": float(time.perf_counter() - start),

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 from clerk.errors import UserError
 
 READERS = ("mc", "rule")
-READER_MODELS = ("base", "adapter")
+READER_MODELS = ("base", "adapter", "reader")
 
 
 DTYPES = ("auto", "float32", "bfloat16")
@@ -41,8 +41,13 @@ class EvalConfig:
     batch_size: int = 16
     #: "mc" = multiple-choice log-likelihood; "rule" = exact rule reader (ledger systems only).
     reader: str = "mc"
-    #: the one model that reads every system (SPEC §6: one instrument): "adapter" or "base".
+    #: the one model that reads every system (SPEC §6: one instrument): "adapter" (the policy's
+    #: adapter, trained on a mixture of CONSOLIDATE and ANSWER examples), "reader" (an adapter of
+    #: its own, trained on ANSWER examples only: ``reader_adapter_dir``) or "base".
     reader_model: str = "adapter"
+    #: contextual calibration of the MC reader: each option's score minus this weight times its
+    #: score after the empty view (0 = plain mean log-probability; ``clerk.memory.reader``).
+    reader_pmi: float = 0.0
     #: hold model writers to the program grammar of their ledger (``clerk.models.constrained``).
     constrained: bool = True
     #: systems whose writes are scored but whose memory is not read (no questions answered).
@@ -71,6 +76,8 @@ class EvalConfig:
             raise UserError(f"reader must be one of {', '.join(READERS)}, got {self.reader!r}")
         if self.reader_model not in READER_MODELS:
             raise UserError(f"reader_model must be one of {', '.join(READER_MODELS)}, got {self.reader_model!r}")
+        if type(self.reader_pmi) not in (int, float) or not 0 <= self.reader_pmi <= 1:
+            raise UserError(f"reader_pmi must be a number in [0, 1], got {self.reader_pmi!r}")
         if type(self.constrained) is not bool:
             raise UserError(f"constrained must be true or false, got {self.constrained!r}")
 
@@ -85,7 +92,9 @@ class Runtime:
         config: the evaluation knobs.
         model_dir: base model directory (safetensors + tokenizer); needed for model readers/writers
             and, unless ``tokenizer`` is given, for token counting.
-        adapter_dir: LoRA adapter directory, or None.
+        adapter_dir: LoRA adapter directory of the policy (model writers), or None.
+        reader_adapter_dir: LoRA adapter directory of a separate reader (``reader_model`` "reader"),
+            or None.
         tokenizer: a ready tokenizer (tests, read-cost probe); default: loaded from ``model_dir``.
         context_tokens: the reader's context length; default: the model config's
             ``max_position_embeddings``.
@@ -100,10 +109,12 @@ class Runtime:
         model_dir: str | None = None,
         adapter_dir: str | None = None,
         tokenizer: Any = None,
+        reader_adapter_dir: str | None = None,
         context_tokens: int | None = None,
     ) -> None:
         self.config = config
         self.model_dir, self.adapter_dir = model_dir, adapter_dir
+        self.reader_adapter_dir = reader_adapter_dir
         self._tokenizer = tokenizer
         self._context = context_tokens
         self._models: dict[str, tuple[Any, Any]] = {}
@@ -157,7 +168,8 @@ class Runtime:
     # ---------------------------------------------------------------- models
 
     def model(self, kind: str) -> tuple[Any, Any]:
-        """(model, tokenizer) for ``kind`` = "base" or "adapter", loaded once via ``clerk.models.loading``."""
+        """(model, tokenizer) for ``kind`` = "base", "adapter" (the policy's) or "reader" (the separate
+        reader's adapter), loaded once via ``clerk.models.loading``."""
         if kind not in self._models:
             from clerk.models.loading import load_model
 
@@ -168,10 +180,15 @@ class Runtime:
                 if self.adapter_dir is None:
                     raise UserError("an adapter directory (--adapter) is needed to read or write with the adapter")
                 self._models[kind] = load_model(self.model_dir, adapter_dir=self.adapter_dir, dtype=dtype)
+            elif kind == "reader":
+                if self.reader_adapter_dir is None:
+                    raise UserError("a reader adapter directory (--reader-adapter) is needed to read with "
+                                    "--reader-model reader")
+                self._models[kind] = load_model(self.model_dir, adapter_dir=self.reader_adapter_dir, dtype=dtype)
             elif kind == "base":
                 self._models[kind] = load_model(self.model_dir, dtype=dtype)
             else:
-                raise ValueError(f"model kind must be 'base' or 'adapter', got {kind!r}")
+                raise ValueError(f"model kind must be one of {', '.join(READER_MODELS)}, got {kind!r}")
             self._models[kind][0].eval()
         return self._models[kind]
 
@@ -182,7 +199,7 @@ class Runtime:
         if self._reader is None:
             from clerk.memory.reader import Reader
 
-            self._reader = Reader(*self.model(self.config.reader_model))
+            self._reader = Reader(*self.model(self.config.reader_model), pmi=self.config.reader_pmi)
         return self._reader
 
 

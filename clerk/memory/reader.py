@@ -3,7 +3,11 @@
 SPEC §6. Every system of table 1 is read by the same model (``--reader-model``: the trained
 adapter by default) with the same prompt (``prompts.answer_messages``) and the same scoring rule:
 the option with the highest mean log-probability per token as the answer's continuation wins
-(chance = 10 %). What differs between rows is the memory.
+(chance = 10 %). What differs between rows is the memory. With ``pmi`` a > 0 (contextual
+calibration, ``--reader-pmi``) each option's score is its mean log-probability after the view
+minus a times its mean log-probability after the empty view (``prompts.EMPTY_MEMORY``): an answer
+the reader would give without any memory is discounted. The empty view's scores depend only on
+the question and its options, so they are computed once per question for every system.
 
 Cost (reading is most of an evaluation's time) is paid once per distinct piece of text:
 
@@ -48,15 +52,18 @@ class Reader:
 
     Args:
         model, tokenizer: the reading model (eval mode) and its tokenizer.
+        pmi: weight of the empty-view score subtracted from each option's score (0 = plain mean
+            log-probability).
 
     Attributes:
         stats: counters of what was encoded and reused (``encoded_tokens``, ``extended``,
             ``memo_hits``, ``questions``), for the throughput benchmark.
     """
 
-    def __init__(self, model: Any, tokenizer: Any) -> None:
-        self.model, self.tokenizer = model, tokenizer
+    def __init__(self, model: Any, tokenizer: Any, pmi: float = 0.0) -> None:
+        self.model, self.tokenizer, self.pmi = model, tokenizer, float(pmi)
         self._memo: dict[tuple, int] = {}
+        self._empty: dict[tuple, list[float]] = {}
         self._last: dict[Hashable, tuple[str, Any]] = {}
         self.stats = {"questions": 0, "memo_hits": 0, "encoded_tokens": 0, "extended": 0}
 
@@ -111,9 +118,30 @@ class Reader:
                 prefix = self._prefix(key, prefix_text)
                 queries = [Query(tuple(self._ids(parts[k][1])), tuple(tuple(self._ids(o)) for o in questions[k]["options"]))
                            for k in todo]
-                for k, scores in zip(todo, score_tree(self.model, prefix, queries)):
+                scored = score_tree(self.model, prefix, queries)
+                if self.pmi:
+                    empty = self._empty_scores([questions[k] for k in todo])
+                    scored = [[s - self.pmi * e for s, e in zip(row, base)] for row, base in zip(scored, empty)]
+                for k, scores in zip(todo, scored):
                     self._memo[memo_keys[k]] = pick(scores)
         return [self._memo[mk] for mk in memo_keys]
+
+    def _empty_scores(self, questions: list[dict]) -> list[list[float]]:
+        """Mean log-probability of every option after the empty view, once per (question, options)."""
+        from clerk.models.loading import chat_prompt
+        from clerk.scoring.tree import Query, score_tree
+
+        keys = [(q["question"], tuple(q["options"])) for q in questions]
+        todo = list(dict.fromkeys(k for k in keys if k not in self._empty))
+        if todo:
+            parts = [split_prompt(chat_prompt(self.tokenizer, prompts.answer_messages("", question)))
+                     for question, _ in todo]
+            prefix = self._prefix(("<empty view>",), parts[0][0])
+            queries = [Query(tuple(self._ids(suffix)), tuple(tuple(self._ids(o)) for o in options))
+                       for (_, suffix), (_, options) in zip(parts, todo)]
+            for key, scores in zip(todo, score_tree(self.model, prefix, queries)):
+                self._empty[key] = scores
+        return [self._empty[k] for k in keys]
 
 
 def rule_choice(ledger: list, subject: str, question: dict) -> int:

@@ -131,7 +131,7 @@ def _benchmarks_main(args) -> None:
 
 
 def _setup_main(args) -> None:
-    facts = setup_facts(args.timelines, args.metrics, args.train, args.streams)
+    facts = setup_facts(args.timelines, args.metrics, args.train, args.streams, args.reader_train)
     write_json(facts, args.out)
     if args.markdown:
         write_text(args.markdown, setup_markdown(facts))
@@ -243,6 +243,8 @@ def _add_run_tables(sub) -> None:
     p.add_argument("--timelines", nargs="*", default=[], help="timeline JSONL files (file stem = split)")
     p.add_argument("--metrics", nargs="*", default=[], help="metrics.json files of `clerk evaluate`")
     p.add_argument("--train", nargs="*", default=[], help="`clerk train` output folders")
+    p.add_argument("--reader-train", dest="reader_train", nargs="*", default=[],
+                   help="`clerk train` output folders of the separate reader (setup.json `reader`)")
     p.add_argument("--streams", nargs="*", default=[], help="`clerk streams` JSON files")
     p.add_argument("--out", required=True, help="JSON to write")
     p.add_argument("--markdown", default=None, help="Markdown table to write")

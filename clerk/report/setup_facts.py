@@ -78,7 +78,7 @@ def _add_evaluate_facts(facts: dict[str, Any], metrics: list[str], seeds: set[in
     for path in metrics:
         m = read_json(path, "--metrics")
         seeds.update(int(s) for s in m["input"]["seeds"])
-        cfg = {k: v for k, v in m["config"].items() if k not in ("model", "adapter")}
+        cfg = {k: v for k, v in m["config"].items() if k not in ("model", "adapter", "reader_adapter")}
         eval_cfg[path] = cfg
         models[path] = Path(str(m["config"].get("model"))).name
         systems[path] = {n: {"reader": reader_label(r["reader"]), "version": r["version"]}
@@ -123,7 +123,8 @@ def _stream_facts(streams: list[str], seeds: set[int]) -> dict[str, Any]:
     return _one(stream_cfg, "stream config")
 
 
-def setup_facts(timelines: list[str], metrics: list[str], train: list[str], streams: list[str]) -> dict:
+def setup_facts(timelines: list[str], metrics: list[str], train: list[str], streams: list[str],
+                reader_train: list[str] = ()) -> dict:
     """The experimental setup as recorded in the result files themselves (not in config).
 
     Args:
@@ -131,11 +132,12 @@ def setup_facts(timelines: list[str], metrics: list[str], train: list[str], stre
         metrics: ``clerk evaluate`` metrics.json files.
         train: ``clerk train`` output folders (``train_config.json``, ``metrics.json``).
         streams: ``clerk streams`` files.
+        reader_train: ``clerk train`` output folders of the separate reader, if any.
 
     Returns:
         A JSON-ready dict: ``seeds``, ``n_seeds``, ``budget``, ``data/<split>/{personas,sessions}``,
-        ``evaluate/...``, ``train/...`` (settings plus mean final loss and steps over seeds) and
-        ``streams/...``. Settings that must agree across seeds raise if they do not.
+        ``evaluate/...``, ``train/...`` (settings plus mean final loss and steps over seeds),
+        ``reader/...`` (the same for the separate reader, when given) and ``streams/...``. Settings that must agree across seeds raise if they do not.
 
     Raises:
         UserError: a missing file, or a setting that differs between seeds.
@@ -145,6 +147,8 @@ def setup_facts(timelines: list[str], metrics: list[str], train: list[str], stre
     _add_evaluate_facts(facts, metrics, seeds)
     if train:
         facts["train"] = _train_facts(train, seeds)
+    if reader_train:
+        facts["reader"] = _train_facts(list(reader_train), seeds)
     if streams:
         facts["streams"] = _stream_facts(streams, seeds)
     ordered_seeds = sorted(seeds)
@@ -186,6 +190,8 @@ def setup_markdown(facts: dict) -> str:
             rows.append([f"evaluate.{key}", show(v)])
     for key, v in (facts.get("train") or {}).items():
         rows.append([f"train.{key}", show(v)])
+    for key, v in (facts.get("reader") or {}).items():
+        rows.append([f"reader.{key}", show(v)])
     for key, v in (facts.get("streams") or {}).items():
         rows.append([f"streams.{key}", show(v)])
     return markdown_table(["setting", "value"], rows, [":---", ":---"])

@@ -34,7 +34,8 @@ SYSTEM_KEYS = ("split", "system", "reader", "is_ledger")
 #: Row order of systems where no config order is at hand (the SPEC §6 table order).
 SYSTEM_ORDER = ("clerk", "oracle", "prompted-ledger", "full", "window", "rag", "add-only", "null")
 #: How the tables name a reader (:func:`reader_label`).
-READER_LABELS = {"mc:adapter": "trained adapter", "mc:base": "base model", "rule": "exact rule"}
+READER_LABELS = {"mc:adapter": "trained adapter", "mc:reader": "reader adapter", "mc:base": "base model",
+                 "rule": "exact rule"}
 
 
 def _num(value: Any) -> float:

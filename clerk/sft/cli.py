@@ -42,8 +42,11 @@ def main(args: Any) -> None:
         runtime = Runtime(EvalConfig(window_k=args.window_k, rag_k=args.rag_k), model_dir=args.tokenizer)
     timelines = load_timelines(args.timelines)
     rows, info = build_rows(timelines, config, runtime)
+    if args.tasks != "both":  # after the build: the split and the sampled questions stay the mixture's
+        rows = {split: [row for row in split_rows if row["task"] == args.tasks] for split, split_rows in rows.items()}
     dataset_dict = to_dataset_dict(rows)
     stats = sft_stats(dataset_dict, config, info["question_pool"])
+    stats["tasks_kept"] = args.tasks
     stats["timelines_sha256"] = hashlib.sha256(Path(args.timelines).read_bytes()).hexdigest()
     write_sft(dataset_dict, args.out, stats)
 
@@ -68,6 +71,10 @@ def register_cli(sub: Any) -> None:
     p.add_argument("--answer-views", default="ledger=1", metavar="KIND=W,...",
                    help="view kinds of the ANSWER examples and their weights, e.g. ledger=3,full=1,window=1 "
                    "(kinds: ledger, full, window, rag, add-only; default ledger=1)")
+    p.add_argument("--tasks", choices=("both", "consolidate", "answer"), default="both",
+                   help="examples kept: both (the policy and reader share one adapter), consolidate (a policy "
+                   "of its own) or answer (a separate reader); the persona split and sampling are the same "
+                   "(default both)")
     p.add_argument("--evict-weight", type=int, default=1, metavar="N",
                    help="copies of each CONSOLIDATE example whose gold program evicts (default 1 = none extra)")
     p.add_argument("--window-k", type=int, default=2, help="sessions of the window view (as evaluation; default 2)")

@@ -17,6 +17,11 @@ EVAL_SPLITS = ["test", "test_ood"]
 MODEL_DIR = f"resources/models/{config['model']['name']}"
 # The learning curve (validation op-F1 against examples seen) comes from snapshots of one run.
 CURVE_SEED = SEEDS[0]
+# Who reads every system (SPEC §6: one instrument): with `evaluate.reader_model: reader` a reader
+# adapter of its own per seed (rules build_sft_reader, train_reader: ANSWER examples only, the
+# `reader` block's ratio and steps), and the policy's adapter trains on CONSOLIDATE examples only;
+# with `adapter` the two share one adapter trained on the mixture.
+SEPARATE_READER = config["evaluate"]["reader_model"] == "reader"
 # Model jobs (train, evaluate, locomo) run torch with one thread, on a GPU when one is visible.
 # On a GPU they claim `gpu=1`, so `--resources gpu=1` serialises them. On a CPU-only machine they
 # claim no GPU and instead reserve `--cores` / CPUs cores each, so that at most one runs per CPU
@@ -84,10 +89,13 @@ MEASURED = {
     # model writers over 6 x 8 sessions against 5 x 8; the reader reads only the questions
     # about forgotten facts).
     "erasure": (551.72, 1783.54),
+    # Not in the shipped run: 600 ANSWER steps of ~220 tokens, as train's 300 steps of ~220
+    # (benchmarks/reader-levers.md: 1050 s alone on one core), the same model in memory.
+    "train_reader": (2160.0, 6409.36),
 }
 UNMEASURED = (300.0, 1024.0)
 # Model jobs claim the GPU (see GPU_CLAIM above); others never do.
-MODEL_RULES = ("train", "evaluate", "locomo", "learning_curve", "erasure")
+MODEL_RULES = ("train", "train_reader", "evaluate", "locomo", "learning_curve", "erasure")
 
 
 def rule_resources(name):
@@ -180,8 +188,19 @@ def model_args():
 
 
 def train_args(wildcards):
-    """Every training hyperparameter of the `train` config block as `clerk train` flags."""
-    spec = config["train"]
+    """Every training hyperparameter of the `train` config block as `clerk train` flags (the
+    policy's adapter; snapshots for the learning curve on CURVE_SEED)."""
+    snapshots = config["train"].get("snapshot_steps", 0) if wildcards.seed == CURVE_SEED else 0
+    return _train_flags(config["train"], snapshots)
+
+
+def reader_train_args(wildcards):
+    """`clerk train` flags of the separate reader: the `train` recipe with the `reader` block's
+    step count, no snapshots."""
+    return _train_flags({**config["train"], "max_steps": config["reader"]["max_steps"]}, 0)
+
+
+def _train_flags(spec, snapshots):
     args = [
         f"--{key.replace('_', '-')} {spec[key]}"
         for key in (
@@ -198,10 +217,35 @@ def train_args(wildcards):
     if spec.get("modules_to_save"):
         args.append(f"--modules-to-save {','.join(spec['modules_to_save'])}")
     args.append(f"--bf16 {spec['bf16']} --save-steps {spec['save_steps']}")
-    snapshots = spec.get("snapshot_steps", 0) if wildcards.seed == CURVE_SEED else 0
     args.append(f"--snapshot-steps {snapshots}")
     args.append("--eval" if spec["validation_loss"] else "--no-eval")
     return " ".join(args)
+
+
+def sft_args(role):
+    """`clerk build-sft` flags of the `sft` block for the policy's SFT set ("policy": the mixture,
+    or CONSOLIDATE examples only beside a separate reader) or the separate reader's ("reader":
+    ANSWER examples only, `reader.answer_ratio` of them per CONSOLIDATE example). The persona split
+    and the sampled questions are the same for both."""
+    spec = config["sft"]
+    ratio = config["reader"]["answer_ratio"] if role == "reader" else spec["answer_ratio"]
+    tasks = "answer" if role == "reader" else ("consolidate" if SEPARATE_READER else "both")
+    views = ",".join(f"{kind}={weight}" for kind, weight in spec["answer_views"].items())
+    return (
+        f"--answer-ratio {ratio} --val-fraction {spec['val_fraction']} --answer-views {views}"
+        f" --evict-weight {spec['evict_weight']} --tasks {tasks}"
+        f" --window-k {config['evaluate']['window_k']} --rag-k {config['evaluate']['rag_k']}"
+    )
+
+
+def reader_inputs(wildcards):
+    """The separate reader's adapter for the jobs that read (evaluate, erasure), when configured."""
+    return {"reader_adapter": f"results/train_reader/{wildcards.seed}"} if SEPARATE_READER else {}
+
+
+def reader_flag(wildcards, input):
+    """`--reader-adapter DIR` when a separate reader reads, else nothing."""
+    return f"--reader-adapter {input.reader_adapter}" if "reader_adapter" in input.keys() else ""
 
 
 def get_model_inputs(wildcards):
@@ -223,6 +267,8 @@ def get_final_output():
     targets += expand("results/sft/{seed}", seed=SEEDS)
     targets += expand("results/eviction/{seed}.csv", seed=SEEDS)
     targets += expand("results/train/{seed}", seed=SEEDS)
+    if SEPARATE_READER:
+        targets += expand("results/{kind}/{seed}", kind=["sft_reader", "train_reader"], seed=SEEDS)
     targets += expand(
         "results/eval/{seed}/{split}/metrics.json", seed=SEEDS, split=EVAL_SPLITS
     )

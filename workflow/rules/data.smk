@@ -39,14 +39,32 @@ rule build_sft:
     resources:
         **rule_resources("build_sft"),
     params:
-        answer_ratio=lookup(dpath="sft/answer_ratio", within=config),
-        val_fraction=lookup(dpath="sft/val_fraction", within=config),
-        answer_views=lambda wc: ",".join(f"{k}={v}" for k, v in config["sft"]["answer_views"].items()),
-        evict_weight=lookup(dpath="sft/evict_weight", within=config),
-        window_k=lookup(dpath="evaluate/window_k", within=config),
-        rag_k=lookup(dpath="evaluate/rag_k", within=config),
+        args=sft_args("policy"),
     shell:
         "clerk build-sft --timelines {input.timelines} --tokenizer {input.model} --seed {wildcards.seed}"
-        " --answer-ratio {params.answer_ratio} --val-fraction {params.val_fraction}"
-        " --answer-views {params.answer_views} --evict-weight {params.evict_weight}"
-        " --window-k {params.window_k} --rag-k {params.rag_k} --out {output.sft} > {log} 2>&1"
+        " {params.args} --out {output.sft} > {log} 2>&1"
+
+
+# The separate reader's SFT set (evaluate.reader_model: reader; common.smk SEPARATE_READER): ANSWER
+# examples only, over the same persona split as the policy's.
+rule build_sft_reader:
+    input:
+        timelines="results/data/{seed}/train.jsonl",
+        model=MODEL_DIR,
+        code=code("sft", "prompts", "program"),
+        systems=get_memory_code,
+    output:
+        sft=directory("results/sft_reader/{seed}"),
+    log:
+        "logs/build_sft_reader/{seed}.log",
+    benchmark:
+        "benchmarks/runs/build_sft_reader/{seed}.tsv"
+    conda:
+        "../../environment.yml"
+    resources:
+        **rule_resources("build_sft"),
+    params:
+        args=sft_args("reader"),
+    shell:
+        "clerk build-sft --timelines {input.timelines} --tokenizer {input.model} --seed {wildcards.seed}"
+        " {params.args} --out {output.sft} > {log} 2>&1"

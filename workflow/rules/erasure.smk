@@ -24,6 +24,7 @@ rule generate_forget:
 
 rule erasure:
     input:
+        unpack(reader_inputs),
         timelines="results/data/{seed}/forget.jsonl",
         model=MODEL_DIR,
         adapter="results/train/{seed}",
@@ -53,15 +54,17 @@ rule erasure:
         max_new_tokens=lookup(dpath="evaluate/max_new_tokens", within=config),
         batch_size=lookup(dpath="evaluate/batch_size", within=config),
         reader_model=lookup(dpath="evaluate/reader_model", within=config),
+        reader_pmi=lookup(dpath="evaluate/reader_pmi", within=config),
         constrained=lambda wc: "--constrained" if config["evaluate"]["constrained"] else "--no-constrained",
         phrasings=lambda wc: f"--phrasings {config['data']['phrasings']}" if config["data"].get("phrasings") else "",
         dtype=lookup(dpath="evaluate/dtype", within=config),
+        reader_adapter=reader_flag,
     shell:
         "clerk erasure --timelines {input.timelines} --model {input.model}"
-        " --adapter {input.adapter} --systems {params.systems} --ignore-forget {params.ignore}"
+        " --adapter {input.adapter} {params.reader_adapter} --systems {params.systems} --ignore-forget {params.ignore}"
         " --window-k {params.window_k} --rag-k {params.rag_k}"
         " --max-new-tokens {params.max_new_tokens} --batch-size {params.batch_size}"
-        " --reader-model {params.reader_model} {params.constrained} {params.phrasings} --dtype {params.dtype}"
+        " --reader-model {params.reader_model} --reader-pmi {params.reader_pmi} {params.constrained} {params.phrasings} --dtype {params.dtype}"
         " --threads 1 --quiet --out {params.outdir} > {log} 2>&1"
 
 

@@ -3,6 +3,7 @@
 
 rule evaluate:
     input:
+        unpack(reader_inputs),
         timelines="results/data/{seed}/{split}.jsonl",
         model=MODEL_DIR,
         adapter="results/train/{seed}",
@@ -30,15 +31,17 @@ rule evaluate:
         max_new_tokens=lookup(dpath="evaluate/max_new_tokens", within=config),
         batch_size=lookup(dpath="evaluate/batch_size", within=config),
         reader_model=lookup(dpath="evaluate/reader_model", within=config),
+        reader_pmi=lookup(dpath="evaluate/reader_pmi", within=config),
         constrained=lambda wc: "--constrained" if config["evaluate"]["constrained"] else "--no-constrained",
         phrasings=lambda wc: f"--phrasings {config['data']['phrasings']}" if config["data"].get("phrasings") else "",
         write_only=lambda wc: " ".join(config["evaluate"].get("write_only", [])),
         dtype=lookup(dpath="evaluate/dtype", within=config),
+        reader_adapter=reader_flag,
     shell:
         "clerk evaluate --timelines {input.timelines} --model {input.model}"
-        " --adapter {input.adapter} --systems {params.systems} --window-k {params.window_k}"
+        " --adapter {input.adapter} {params.reader_adapter} --systems {params.systems} --window-k {params.window_k}"
         " --rag-k {params.rag_k} --max-new-tokens {params.max_new_tokens}"
-        " --batch-size {params.batch_size} --reader-model {params.reader_model}"
+        " --batch-size {params.batch_size} --reader-model {params.reader_model} --reader-pmi {params.reader_pmi}"
         " {params.constrained} {params.phrasings} --write-only {params.write_only} --dtype {params.dtype}"
         " --threads 1 --quiet --out {params.outdir} > {log} 2>&1"
 

@@ -51,6 +51,32 @@ rule train:
         " --out {output.adapter} > {log} 2>&1"
 
 
+# The separate reader (evaluate.reader_model: reader): the same recipe on its ANSWER-only set.
+rule train_reader:
+    input:
+        sft="results/sft_reader/{seed}",
+        model=MODEL_DIR,
+        code=code("train", "models", "prompts"),
+    output:
+        adapter=directory("results/train_reader/{seed}"),
+    log:
+        "logs/train_reader/{seed}.log",
+    benchmark:
+        "benchmarks/runs/train_reader/{seed}.tsv"
+    conda:
+        "../../environment.yml"
+    threads: MODEL_JOB_THREADS
+    resources:
+        **rule_resources("train_reader"),
+    params:
+        args=reader_train_args,
+        checkpoints="resources/checkpoints/train_reader/{seed}",
+    shell:
+        "clerk train --sft {input.sft} --model {input.model} --seed {wildcards.seed}"
+        " {params.args} --threads 1 --checkpoint-dir {params.checkpoints}"
+        " --out {output.adapter} > {log} 2>&1"
+
+
 rule learning_curve:
     input:
         timelines=f"results/data/{CURVE_SEED}/train.jsonl",

@@ -120,6 +120,7 @@ rule table_setup:
             "results/eval/{seed}/{split}/metrics.json", seed=SEEDS, split=EVAL_SPLITS
         ),
         train=expand("results/train/{seed}", seed=SEEDS),
+        reader=expand("results/train_reader/{seed}", seed=SEEDS) if SEPARATE_READER else [],
         streams=expand("results/streams/{seed}.json", seed=SEEDS),
         code=code("report"),
     output:
@@ -135,7 +136,7 @@ rule table_setup:
         **rule_resources("table_setup"),
     shell:
         "clerk table-setup --timelines {input.timelines} --metrics {input.metrics}"
-        " --train {input.train} --streams {input.streams} --out {output.json}"
+        " --train {input.train} --reader-train {input.reader} --streams {input.streams} --out {output.json}"
         " --markdown {output.md} > {log} 2>&1"
 
 

@@ -13,6 +13,7 @@ STAGES = {
     "build_sft": {"seed": SEEDS},
     "base_model": {},
     "train": {"seed": SEEDS},
+    **({"build_sft_reader": {"seed": SEEDS}, "train_reader": {"seed": SEEDS}} if SEPARATE_READER else {}),
     "evaluate": {"seed": SEEDS, "split": EVAL_SPLITS},
     "read_cost": {"seed": SEEDS},
     "streams": {"seed": SEEDS},
