@@ -19,13 +19,18 @@ from pathlib import Path
 
 
 def _train_rows(run: Path) -> list[str]:
-    """Steps, tokens and seconds from each adapter's metrics.json; the loss of the last logged step."""
+    """Steps, tokens and seconds from each adapter's metrics.json; the loss of the last logged step.
+
+    ``results/train`` holds the policy adapters and ``results/train_reader`` (where the run has one
+    reader adapter per seed) the readers'."""
     rows = []
-    for path in sorted(run.glob("results/train/*/metrics.json")):
+    paths = [(role, path) for role, folder in (("policy", "train"), ("reader", "train_reader"))
+             for path in sorted(run.glob(f"results/{folder}/*/metrics.json"))]
+    for role, path in paths:
         metrics = json.loads(path.read_text())
         tokens, seconds = metrics["tokens_seen"], metrics["seconds_this_run"]
         last = list(csv.DictReader((path.parent / "train_log.csv").open()))[-1]
-        rows.append(f"| {path.parent.name} | {metrics['steps']} | {tokens} | {seconds:.0f} | "
+        rows.append(f"| {role} | {path.parent.name} | {metrics['steps']} | {tokens} | {seconds:.0f} | "
                     f"{tokens / seconds:.0f} | {float(last['loss']):.3f} (step {last['step']}) |")
     return rows
 
@@ -68,8 +73,8 @@ def main() -> None:
         "",
         "## Training throughput (LoRA SFT, fp32 on CPU: `train.bf16: off`)",
         "",
-        "| seed | steps | tokens seen | seconds | tokens/s | last logged loss |",
-        "| --- | ---: | ---: | ---: | ---: | ---: |",
+        "| adapter | seed | steps | tokens seen | seconds | tokens/s | last logged loss |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
         *_train_rows(run),
         "",
         "## Evaluation throughput (questions answered per second of each system's wall time)",
