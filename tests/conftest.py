@@ -25,6 +25,11 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # beside the unit tests on a 2-core box, where spinning OpenMP threads of tiny models fight.
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+# A TorchInductor cache of the suite's own (llguidance compiles its token-mask kernel with
+# torch.compile): a cache that a workflow run on this machine filled under the `clerk` CLI's
+# pinned kernel dispatch (ATEN_CPU_CAPABILITY=avx2) aborted the suite's in-process decoding on an
+# AVX-512 CPU (`Fatal Python error: Aborted` in test_locomo, 2026-12-02). Subprocesses inherit it.
+os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="clerk-tests-inductor-")
 
 
 @pytest.fixture(scope="module")

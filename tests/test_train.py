@@ -157,7 +157,10 @@ class TestRunTraining:
                 "--lr", "0.003", "--lora-r", "4", "--lora-alpha", "8", "--lora-targets", "q_proj,v_proj",
                 "--save-steps", "10", "--logging-steps", "1", "--bf16", "off", "--device", "cpu", "--threads", "1"]
         cmd = [sys.executable, "-m", "clerk.cli", *args]
-        env = {**os.environ, "OMP_NUM_THREADS": "1"}
+        # CLERK_NUMERICS=native: the killed run computes with the kernel dispatch of this process
+        # (torch was imported here before any pin could apply), where the rerun and the reference
+        # run; with the CLI's pins (AVX2 kernels) its first 10 steps differ on an AVX-512 CPU.
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "CLERK_NUMERICS": "native"}
         marker = out / "checkpoints" / "checkpoint-10" / "clerk_complete"
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + 240
