@@ -4,6 +4,7 @@ Nothing in the suite may reach a model hub: the offline variables make any accid
 fail fast instead of hanging.
 """
 
+import atexit
 import os
 import shutil
 import signal
@@ -30,6 +31,7 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 # pinned kernel dispatch (ATEN_CPU_CAPABILITY=avx2) aborted the suite's in-process decoding on an
 # AVX-512 CPU (`Fatal Python error: Aborted` in test_locomo, 2026-12-02). Subprocesses inherit it.
 os.environ["TORCHINDUCTOR_CACHE_DIR"] = tempfile.mkdtemp(prefix="clerk-tests-inductor-")
+atexit.register(shutil.rmtree, os.environ["TORCHINDUCTOR_CACHE_DIR"], ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
