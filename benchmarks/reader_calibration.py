@@ -15,6 +15,11 @@ Only the validation personas of the SFT build (held out of training) are read; t
 never touched. Run from a finished default run:
 
     python benchmarks/reader_calibration.py --run /path/to/run --seed 137 --out benchmarks/reader-calibration.json
+
+With ``--policy-adapter DIR`` the run's adapter (``results/train/SEED``) is the reader and DIR the
+policy that writes the ``clerk`` ledgers, with the default profile's evaluation settings
+(``config/config.yaml``: window and RAG sizes, write cap, batch, grammar): a validation preview of
+table 1 for a policy and a reader trained apart (benchmarks/policy_only.sh, reader_only.sh).
 """
 
 from __future__ import annotations
@@ -27,7 +32,8 @@ from collections import defaultdict
 from pathlib import Path
 
 
-def collect(run: Path, seed: int, systems: list[str], model_dir: str) -> tuple[list, object]:
+def collect(run: Path, seed: int, systems: list[str], model_dir: str,
+            policy: Path | None = None) -> tuple[list, object]:
     """(system, persona, questions, views) for every validation persona-session with questions."""
     from clerk.evaluate.runner import load_timelines_file, make_systems, replay
     from clerk.memory.base import EvalConfig, Runtime
@@ -35,7 +41,16 @@ def collect(run: Path, seed: int, systems: list[str], model_dir: str) -> tuple[l
     stats = json.loads((run / f"results/sft/{seed}/sft_stats.json").read_text())
     names = set(stats["splits"]["validation"]["personas"])
     timelines = [tl for tl in load_timelines_file(str(run / f"results/data/{seed}/train.jsonl")) if tl["name"] in names]
-    runtime = Runtime(EvalConfig(), model_dir=model_dir, adapter_dir=str(run / f"results/train/{seed}"))
+    reader_dir = str(run / f"results/train/{seed}")
+    if policy is None:
+        runtime = Runtime(EvalConfig(), model_dir=model_dir, adapter_dir=reader_dir)
+    else:
+        import yaml
+
+        ev = yaml.safe_load(Path("config/config.yaml").read_text())["evaluate"]
+        config = EvalConfig(window_k=ev["window_k"], rag_k=ev["rag_k"], max_new_tokens=ev["max_new_tokens"],
+                            batch_size=ev["batch_size"], constrained=ev["constrained"], reader_model="reader")
+        runtime = Runtime(config, model_dir=model_dir, adapter_dir=str(policy), reader_adapter_dir=reader_dir)
     records = []
 
     def answer(name, system, tl, session, state, views):
@@ -71,13 +86,15 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=137)
     ap.add_argument("--model", default="resources/models/smollm2-135m")
     ap.add_argument("--systems", nargs="+", default=["oracle", "full"])
+    ap.add_argument("--policy-adapter", type=Path, default=None,
+                    help="the policy that writes clerk's ledgers (the run's adapter is then the reader)")
     ap.add_argument("--out", type=Path, required=True)
     args = ap.parse_args()
 
     from clerk import prompts
 
     start = time.perf_counter()
-    records, runtime = collect(args.run, args.seed, args.systems, args.model)
+    records, runtime = collect(args.run, args.seed, args.systems, args.model, args.policy_adapter)
     reader = runtime.reader()
     fixed = {prompts.UNKNOWN_ANSWER, prompts.NEGATED_ANSWER}
     null_cache: dict[tuple, list[tuple[float, int]]] = {}
