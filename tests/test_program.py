@@ -282,6 +282,30 @@ class TestProgramGrammar:
 
 # ---- constrained decoding ----------------------------------------------------------------------
 
+def test_mask_logits_matches_llguidance_kernel():
+    """The eager bitmask application gives exactly llguidance's own kernel's logits (run uncompiled
+    here), for random words (sign bit included), an all-allowed and an all-forbidden row, and a
+    vocabulary that is not a multiple of 32; and it masks exactly the zero bits."""
+    import llguidance.torch as lt
+
+    from clerk.models.constrained import mask_logits
+
+    g = torch.Generator().manual_seed(7)
+    mask = torch.randint(-(2**31), 2**31 - 1, (4, 10), generator=g, dtype=torch.int64).to(torch.int32)
+    mask[1] = -1
+    mask[2] = 0
+    logits = torch.randn(4, 300, generator=g)
+    ours, theirs = logits.clone(), logits.clone()
+    mask_logits(ours, mask)
+    with torch._dynamo.config.patch(disable=True):
+        lt.apply_token_bitmask_inplace(theirs, mask)
+    assert torch.equal(ours, theirs)
+    words = mask.tolist()
+    expected = [[(words[r][t // 32] >> (t % 32)) & 1 == 0 for t in range(300)] for r in range(4)]
+    assert torch.isinf(ours).tolist() == expected
+    assert not torch.isinf(ours[1]).any() and torch.isinf(ours[2]).all()
+
+
 @pytest.fixture(scope="module")
 def tiny(tokenizer):
     """A random tiny Llama over the scratch tokenizer (fp32, eval mode, weights drawn at a large

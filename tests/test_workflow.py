@@ -153,6 +153,18 @@ class TestSmokeRun:
         assert "generate" in proc.stdout
         assert re.search(r"[0-9a-f]{64}", proc.stdout)
 
+    def test_stage_table_counts_every_pipeline_job(self, smoke_run):
+        """results/benchmarks.csv has a row for every folder of benchmarks/runs/ (each pipeline rule
+        with a benchmark file, the learning curve included) with that folder's job count."""
+        import pandas as pd
+
+        table = pd.read_csv(smoke_run / "results/benchmarks.csv").set_index("stage")
+        runs = smoke_run / "benchmarks/runs"
+        on_disk = {d.name: len(list(d.rglob("*.tsv"))) for d in runs.iterdir() if d.is_dir()}
+        assert "learning_curve" in on_disk
+        assert {stage: int(table.loc[stage, "jobs"]) for stage in on_disk if stage in table.index} == on_disk
+        assert int(table.loc["total", "jobs"]) == sum(on_disk.values())
+
     def test_forced_report_rerun_is_byte_identical(self, after_smoke_run):
         """Re-running the table, figure, numbers and paper rules reproduces identical bytes."""
         returncode, log, changed = after_smoke_run(__name__)

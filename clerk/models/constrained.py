@@ -7,7 +7,10 @@ argmax, and the chosen token is fed back to the row's matcher. The end-of-turn t
 exactly when the grammar accepts the text so far. Decoding stays greedy and deterministic.
 
 The library does the grammar work (https://github.com/guidance-ai/llguidance); this module only
-wires its matchers into :func:`clerk.models.decoding.greedy_generate`.
+wires its matchers into :func:`clerk.models.decoding.greedy_generate`. The bitmask is applied
+eagerly (:func:`mask_logits`) rather than by llguidance's ``torch.compile``-d kernel: the same
+-inf entries, without a 15 s TorchInductor compile in every decoding process and without a
+compiled-kernel cache whose entries depend on the CPU kernels a process dispatched to.
 
     python -m pytest tests/test_program.py -q -k constrained
 """
@@ -28,6 +31,18 @@ def ll_tokenizer(tokenizer: Any, stop_ids: Sequence[int]) -> Any:
     if key not in _LL_TOKENIZERS:
         _LL_TOKENIZERS[key] = llguidance.hf.from_tokenizer(tokenizer, eos_token=list(stop_ids))
     return _LL_TOKENIZERS[key]
+
+
+def mask_logits(logits: Any, bitmask: Any) -> None:
+    """Set ``logits[r, t]`` (rows x vocab, in place) to -inf where bit ``t`` of row ``r`` is 0.
+
+    ``bitmask`` is llguidance's int32 layout: token ``t`` is bit ``t % 32`` of word ``t // 32``.
+    """
+    import torch
+
+    bits = torch.arange(32, dtype=torch.int32, device=bitmask.device)
+    allowed = ((bitmask.unsqueeze(-1) >> bits) & 1).reshape(bitmask.shape[0], -1)
+    logits.masked_fill_(allowed[:, : logits.shape[1]] == 0, float("-inf"))
 
 
 class GrammarConstraint:
@@ -71,7 +86,7 @@ class GrammarConstraint:
         vocab = self.lltok.vocab_size
         rows = torch.tensor(constrained, device=logits.device)
         part = logits[rows, :vocab].float()
-        self._lt.apply_token_bitmask_inplace(part, self.bitmask[constrained].to(logits.device))
+        mask_logits(part, self.bitmask[constrained].to(logits.device))
         logits[rows, :vocab] = part.to(logits.dtype)
         if logits.shape[1] > vocab:  # model rows past the tokenizer's vocabulary are never text
             logits[rows, vocab:] = float("-inf")

@@ -68,30 +68,28 @@ MODEL_JOB_THREADS = model_job_threads()
 # figures, paper, manifest; at most 236 MB and 9 s each in a smoke run; they read small files).
 # At paper scale (config/paper.yaml) the model jobs need other numbers: --set-resources.
 MEASURED = {
-    "generate": (1.33, 40.14),
-    "build_sft": (2.72, 175.57),
+    "generate": (3.18, 40.49),
+    "build_sft": (29.25, 387.31),
     # RSS: 1.6 GB when dequantising SmolLM2 under /usr/bin/time (benchmarks/bench_train.md);
-    # the benchmark's samples saw 565 MB.
-    "base_model": (27.46, 1600.0),
-    "train": (1079.95, 6409.36),
-    "evaluate": (551.72, 1783.54),
-    "read_cost": (26.95, 388.38),
-    "streams": (0.38, 9.64),
-    "eviction_study": (0.64, 30.46),
+    # the benchmark's samples saw 465 MB.
+    "base_model": (43.63, 1600.0),
+    # Measured at 300 steps (571.98 s); the configured 600 steps take twice that.
+    "train": (1143.96, 1834.16),
+    "evaluate": (1364.87, 5710.12),
+    "read_cost": (62.64, 376.14),
+    "streams": (0.88, 24.82),
+    "eviction_study": (1.6, 30.56),
     # Not measured at the default scale (no LoCoMo data in the shipped run): estimated from
     # benchmarks/bench_locomo_prefix.md (2.6 GB peak, ~16 s per question on a real-length
     # conversation, 200 questions, plus the model writers' consolidation as in evaluate).
     "locomo": (9000.0, 2628.0),
-    # Not in the shipped run: one model load per snapshot and greedy writes of validation
-    # sessions, about one evaluate job's writes (estimate).
+    # Ran in the shipped run, but results/benchmarks.csv leaves it out: one model load per snapshot
+    # and greedy writes of 40 validation sessions (~1 min each on one core; estimate).
     "learning_curve": (600.0, 1800.0),
-    # Not measured at the default scale yet: estimated as the evaluate job (the same models and
-    # model writers over 6 x 8 sessions against 5 x 8; the reader reads only the questions
-    # about forgotten facts).
-    "erasure": (551.72, 1783.54),
-    # Not in the shipped run: 600 ANSWER steps of ~220 tokens, as train's 300 steps of ~220
-    # (benchmarks/reader-levers.md: 1050 s alone on one core), the same model in memory.
-    "train_reader": (2160.0, 6409.36),
+    "erasure": (219.09, 2498.74),
+    "generate_forget": (1.22, 31.0),
+    "build_sft_reader": (31.96, 386.58),
+    "train_reader": (1385.01, 3582.32),
 }
 UNMEASURED = (300.0, 1024.0)
 # Model jobs claim the GPU (see GPU_CLAIM above); others never do.
@@ -102,7 +100,7 @@ def rule_resources(name):
     """Scheduler resources of one rule: mem_mb and runtime from MEASURED (UNMEASURED for a rule
     not in it) with the headroom above, plus `gpu` for the model rules.
 
-    E.g. train: 10240 MB, 45 min (tests/test_slurm.py checks them in a dry run).
+    E.g. train: 3328 MB, 45 min (tests/test_slurm.py checks them in a dry run).
     """
     wall_s, rss_mb = MEASURED.get(name, UNMEASURED)
     resources = {

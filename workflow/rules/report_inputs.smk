@@ -20,6 +20,7 @@ STAGES = {
     "eviction_study": {"seed": SEEDS},
     "generate_forget": {"seed": SEEDS},
     "erasure": {"seed": SEEDS},
+    "learning_curve": {},
 }
 FIGURES = ["read_cost", "accuracy_by_type", "eviction", "loss", "state_f1", "learning_curve"]
 PAPER_INCLUDES = {
