@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Phrasing-diversity lever (issues 12 and 13: the out-of-distribution gap), on VALIDATION only.
+#
+#   benchmarks/phrasing_diversity.sh WORK CONDITION        CONDITION: base | diverse
+#   benchmarks/phrasing_diversity.sh WORK score            after both conditions have trained
+#
+# Seed 137. `base` trains the shipped recipe (600 steps; policy on CONSOLIDATE examples, reader on
+# ANSWER examples, benchmarks/policy_only.sh and reader_only.sh) on timelines phrased by the
+# shipped catalogue; `diverse` trains the same recipe on timelines phrased by the catalogue plus
+# the new templates' training share (WORK/cat/diverse.yaml, benchmarks/phrasing_split.py). Both
+# are then scored on two sets of validation personas (held out of training; no test split read):
+#   in   — the shipped catalogue's validation personas (what benchmarks/policy-levers.md measures);
+#   held — validation personas phrased ONLY by the held-out new templates (WORK/cat/heldout.yaml),
+#          which no adapter saw: the stand-in for test_ood.
+# Policy: clerk learning-curve (final adapter, constrained, all 80 sessions of the 10 validation
+# personas). Reader: benchmarks/reader_calibration.py (gold ledger and full transcript views).
+set -euo pipefail
+work=$1 what=$2 seed=137
+model=${MODEL:-resources/models/smollm2-135m}
+bench=$(dirname "$0")
+gen() {  # gen OUT [--phrasings FILE]: the default profile's train split of seed 137
+  local out=$1; shift
+  mkdir -p "$out/results/data/$seed"
+  [ -f "$out/results/data/$seed/train.jsonl" ] || clerk generate --seed $seed --split train --personas 100 --sessions 8 \
+    --questions 3-3 --budget 12 --init-facts 4 "$@" --out "$out/results/data/$seed/train.jsonl" > /dev/null
+}
+case $what in
+  base|diverse)
+    if [ "$what" = base ]; then gen "$work/data-base"; else gen "$work/data-diverse" --phrasings "$work/cat/diverse.yaml"; fi
+    source "$bench/task_sft.sh"
+    # The recipes of benchmarks/policy_only.sh and reader_only.sh (600 steps, no snapshots), side by side.
+    ( task_sft "$work/data-$what" "$work/$what-policy" $seed "$model" 0.5 consolidate
+      train_recipe "$work/$what-policy/sft" "$model" $seed 600 0 "$work/$what-policy" "$work/$what-policy/adapter" ) &
+    task_sft "$work/data-$what" "$work/$what-reader" $seed "$model" 2.0 answer
+    train_recipe "$work/$what-reader/sft" "$model" $seed 600 0 "$work/$what-reader" "$work/$what-reader/adapter"
+    wait
+    ;;
+  score)
+    gen "$work/data-held" --phrasings "$work/cat/heldout.yaml"
+    source "$bench/task_sft.sh"
+    [ -d "$work/held-sft/sft" ] || task_sft "$work/data-held" "$work/held-sft" $seed "$model" 2.0 answer
+    for cond in base diverse; do
+      for set in in held; do
+        if [ $set = in ]; then data=$work/data-base; sft=$work/base-policy/sft; else data=$work/data-held; sft=$work/held-sft/sft; fi
+        # Policy: the final adapter (trained without snapshots), with and without the grammar.
+        mkdir -p "$work/score"
+        OMP_NUM_THREADS=1 clerk learning-curve --timelines "$data/results/data/$seed/train.jsonl" --sft "$sft" \
+          --model "$model" --adapter "$work/$cond-policy/adapter" --sessions 0 --max-new-tokens 64 --batch-size 16 \
+          --dtype float32 --threads 1 --out "$work/score/policy-$cond-$set.csv" > "$work/score/policy-$cond-$set.log" 2>&1 &
+        # Reader: a run-shaped tree (timelines, the split's SFT stats, the reader adapter).
+        tree=$work/score/tree-$cond-$set
+        mkdir -p "$tree/results/data" "$tree/results/sft" "$tree/results/train"
+        ln -sfn "$(realpath "$data/results/data/$seed")" "$tree/results/data/$seed"
+        ln -sfn "$(realpath "$sft")" "$tree/results/sft/$seed"
+        ln -sfn "$(realpath "$work/$cond-reader/adapter")" "$tree/results/train/$seed"
+        OMP_NUM_THREADS=1 python "$bench/reader_calibration.py" --run "$tree" --seed $seed --model "$model" \
+          --out "$work/score/reader-$cond-$set.json" > "$work/score/reader-$cond-$set.log" 2>&1
+        wait
+      done
+    done
+    ;;
+  *) echo "CONDITION must be base, diverse or score, got $what" >&2; exit 2 ;;
+esac
