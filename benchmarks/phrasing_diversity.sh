@@ -35,29 +35,32 @@ case $what in
     train_recipe "$work/$what-reader/sft" "$model" $seed 600 0 "$work/$what-reader" "$work/$what-reader/adapter"
     wait
     ;;
-  score)
+  score|score-base)
+    # score-base: only the base adapters on the held-out phrasings (while `diverse` trains).
     gen "$work/data-held" --phrasings "$work/cat/heldout.yaml"
     source "$bench/task_sft.sh"
     [ -d "$work/held-sft/sft" ] || task_sft "$work/data-held" "$work/held-sft" $seed "$model" 2.0 answer
-    for cond in base diverse; do
-      for set in in held; do
-        if [ $set = in ]; then data=$work/data-base; sft=$work/base-policy/sft; else data=$work/data-held; sft=$work/held-sft/sft; fi
-        # Policy: the final adapter (trained without snapshots), with and without the grammar.
-        mkdir -p "$work/score"
-        OMP_NUM_THREADS=1 clerk learning-curve --timelines "$data/results/data/$seed/train.jsonl" --sft "$sft" \
-          --model "$model" --adapter "$work/$cond-policy/adapter" --sessions 0 --max-new-tokens 64 --batch-size 16 \
-          --dtype float32 --threads 1 --out "$work/score/policy-$cond-$set.csv" > "$work/score/policy-$cond-$set.log" 2>&1 &
-        # Reader: a run-shaped tree (timelines, the split's SFT stats, the reader adapter).
-        tree=$work/score/tree-$cond-$set
-        mkdir -p "$tree/results/data" "$tree/results/sft" "$tree/results/train"
-        ln -sfn "$(realpath "$data/results/data/$seed")" "$tree/results/data/$seed"
-        ln -sfn "$(realpath "$sft")" "$tree/results/sft/$seed"
-        ln -sfn "$(realpath "$work/$cond-reader/adapter")" "$tree/results/train/$seed"
-        OMP_NUM_THREADS=1 python "$bench/reader_calibration.py" --run "$tree" --seed $seed --model "$model" \
-          --out "$work/score/reader-$cond-$set.json" > "$work/score/reader-$cond-$set.log" 2>&1
-        wait
-      done
+    mkdir -p "$work/score"
+    if [ "$what" = score-base ]; then items="base:held"; else items="base:held diverse:held diverse:in base:in"; fi
+    for item in $items; do
+      cond=${item%:*} set=${item#*:}
+      if [ $set = in ]; then data=$work/data-base; sft=$work/base-policy/sft; n=40; else data=$work/data-held; sft=$work/held-sft/sft; n=0; fi
+      # Policy: the final adapter (trained without snapshots), with and without the grammar; 40
+      # sessions on `in` (as benchmarks/policy-levers.md), all 80 of the 10 personas on `held`.
+      [ -f "$work/score/policy-$cond-$set.csv" ] || OMP_NUM_THREADS=1 clerk learning-curve \
+        --timelines "$data/results/data/$seed/train.jsonl" --sft "$sft" --model "$model" --adapter "$work/$cond-policy/adapter" \
+        --sessions $n --max-new-tokens 64 --batch-size 16 --dtype float32 --threads 1 \
+        --out "$work/score/policy-$cond-$set.csv" > "$work/score/policy-$cond-$set.log" 2>&1 &
+      # Reader: a run-shaped tree (timelines, the split's SFT stats, the reader adapter).
+      tree=$work/score/tree-$cond-$set
+      mkdir -p "$tree/results/data" "$tree/results/sft" "$tree/results/train"
+      ln -sfn "$(realpath "$data/results/data/$seed")" "$tree/results/data/$seed"
+      ln -sfn "$(realpath "$sft")" "$tree/results/sft/$seed"
+      ln -sfn "$(realpath "$work/$cond-reader/adapter")" "$tree/results/train/$seed"
+      [ -f "$work/score/reader-$cond-$set.json" ] || OMP_NUM_THREADS=1 python "$bench/reader_calibration.py" \
+        --run "$tree" --seed $seed --model "$model" --out "$work/score/reader-$cond-$set.json" > "$work/score/reader-$cond-$set.log" 2>&1
+      wait
     done
     ;;
-  *) echo "CONDITION must be base, diverse or score, got $what" >&2; exit 2 ;;
+  *) echo "CONDITION must be base, diverse, score or score-base, got $what" >&2; exit 2 ;;
 esac
