@@ -41,26 +41,32 @@ case $what in
     source "$bench/task_sft.sh"
     [ -d "$work/held-sft/sft" ] || task_sft "$work/data-held" "$work/held-sft" $seed "$model" 2.0 answer
     mkdir -p "$work/score"
-    if [ "$what" = score-base ]; then items="base:held"; else items="base:held diverse:held diverse:in base:in"; fi
+    # An item whose log exists was started already (by an earlier call, or by hand): not started again.
+    # The base adapters on `in` are the shipped recipe's seed-137 numbers of benchmarks/policy-levers.md
+    # and reader-levers.md (the base policy's run saw the same 134,527 tokens): not scored again.
+    if [ "$what" = score-base ]; then items="base:held"; else items="base:held diverse:held diverse:in"; fi
     for item in $items; do
       cond=${item%:*} set=${item#*:}
-      if [ $set = in ]; then data=$work/data-base; sft=$work/base-policy/sft; n=40; else data=$work/data-held; sft=$work/held-sft/sft; n=0; fi
+      if [ $set = in ]; then data=$work/data-base; sft=$work/base-policy/sft; n=40; views=oracle
+      else data=$work/data-held; sft=$work/held-sft/sft; n=0; views="oracle full"; fi
       # Policy: the final adapter (trained without snapshots), with and without the grammar; 40
       # sessions on `in` (as benchmarks/policy-levers.md), all 80 of the 10 personas on `held`.
-      [ -f "$work/score/policy-$cond-$set.csv" ] || OMP_NUM_THREADS=1 clerk learning-curve \
+      [ -f "$work/score/policy-$cond-$set.log" ] || OMP_NUM_THREADS=1 clerk learning-curve \
         --timelines "$data/results/data/$seed/train.jsonl" --sft "$sft" --model "$model" --adapter "$work/$cond-policy/adapter" \
         --sessions $n --max-new-tokens 64 --batch-size 16 --dtype float32 --threads 1 \
         --out "$work/score/policy-$cond-$set.csv" > "$work/score/policy-$cond-$set.log" 2>&1 &
-      # Reader: a run-shaped tree (timelines, the split's SFT stats, the reader adapter).
+      # Reader: a run-shaped tree (timelines, the split's SFT stats, the reader adapter); the gold ledger
+      # only on `in` (the full transcript there is benchmarks/reader-levers.md's).
       tree=$work/score/tree-$cond-$set
       mkdir -p "$tree/results/data" "$tree/results/sft" "$tree/results/train"
       ln -sfn "$(realpath "$data/results/data/$seed")" "$tree/results/data/$seed"
       ln -sfn "$(realpath "$sft")" "$tree/results/sft/$seed"
       ln -sfn "$(realpath "$work/$cond-reader/adapter")" "$tree/results/train/$seed"
-      [ -f "$work/score/reader-$cond-$set.json" ] || OMP_NUM_THREADS=1 python "$bench/reader_calibration.py" \
-        --run "$tree" --seed $seed --model "$model" --out "$work/score/reader-$cond-$set.json" > "$work/score/reader-$cond-$set.log" 2>&1
-      wait
+      [ -f "$work/score/reader-$cond-$set.log" ] || OMP_NUM_THREADS=1 python "$bench/reader_calibration.py" \
+        --run "$tree" --seed $seed --model "$model" --systems $views --out "$work/score/reader-$cond-$set.json" \
+        > "$work/score/reader-$cond-$set.log" 2>&1 &
     done
+    wait
     ;;
   *) echo "CONDITION must be base, diverse, score or score-base, got $what" >&2; exit 2 ;;
 esac

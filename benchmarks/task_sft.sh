@@ -21,9 +21,10 @@ PY
 }
 
 # train_recipe SFT MODEL SEED STEPS SNAPSHOT_STEPS WORK OUT: the shipped training recipe (lr 1e-3,
-# r 16, all projections, one example per step, fp32, one thread), log in WORK/train.log.
+# r 16, all projections, one example per step, fp32, one thread; no validation loss, as the workflow's
+# train.validation_loss: false), log in WORK/train.log.
 train_recipe() {
   OMP_NUM_THREADS=1 clerk train --sft "$1" --model "$2" --seed "$3" --lr 1e-3 --max-steps "$4" \
     --batch-size 1 --grad-accum 1 --max-length 1024 --lora-r 16 --lora-alpha 32 --lora-dropout 0 --bf16 off \
-    --save-steps 50 --threads 1 --snapshot-steps "$5" --checkpoint-dir "$6/ckpt" --out "$7" > "$6/train.log" 2>&1
+    --save-steps 50 --threads 1 --no-eval --snapshot-steps "$5" --checkpoint-dir "$6/ckpt" --out "$7" > "$6/train.log" 2>&1
 }
