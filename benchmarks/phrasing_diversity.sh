@@ -3,17 +3,22 @@
 #
 #   benchmarks/phrasing_diversity.sh WORK CONDITION        CONDITION: base | diverse
 #   benchmarks/phrasing_diversity.sh WORK score            after both conditions have trained
+# WORK/cat holds diverse.yaml and heldout.yaml from benchmarks/phrasing_split.py --out WORK/cat.
 #
 # Seed 137. `base` trains the shipped recipe (600 steps; policy on CONSOLIDATE examples, reader on
 # ANSWER examples, benchmarks/policy_only.sh and reader_only.sh) on timelines phrased by the
 # shipped catalogue; `diverse` trains the same recipe on timelines phrased by the catalogue plus
 # the new templates' training share (WORK/cat/diverse.yaml, benchmarks/phrasing_split.py). Both
 # are then scored on two sets of validation personas (held out of training; no test split read):
-#   in   — the shipped catalogue's validation personas (what benchmarks/policy-levers.md measures);
+#   in   — the shipped catalogue's validation personas (what benchmarks/policy-levers.md measures:
+#          policy on its 40 sessions, reader on the gold ledger; the base adapters' figures there
+#          are the same recipe's, so only `diverse` is scored on them);
 #   held — validation personas phrased ONLY by the held-out new templates (WORK/cat/heldout.yaml),
-#          which no adapter saw: the stand-in for test_ood.
-# Policy: clerk learning-curve (final adapter, constrained, all 80 sessions of the 10 validation
-# personas). Reader: benchmarks/reader_calibration.py (gold ledger and full transcript views).
+#          which no adapter saw: the stand-in for test_ood (policy on all 80 sessions; reader on
+#          the gold ledger and the full transcript).
+# Policy: clerk learning-curve (final adapter, with and without the grammar). Reader:
+# benchmarks/reader_calibration.py. benchmarks/phrasing_table.py WORK/score prints the tables.
+# `score-base` scores the base adapters on `held` while `diverse` trains.
 set -euo pipefail
 work=$1 what=$2 seed=137
 model=${MODEL:-resources/models/smollm2-135m}
