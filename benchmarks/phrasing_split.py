@@ -27,9 +27,10 @@ from pathlib import Path
 
 import yaml
 
+from clerk.generator.catalogue import BUILTIN_PHRASINGS, load_catalogue
+
 KINDS = ("add", "update", "tombstone", "current", "temporal")
 HELD_PER_KIND = 2
-ROOT = Path(__file__).resolve().parents[1] / "clerk" / "phrasing"
 
 
 def tokens(text: str) -> set[str]:
@@ -37,8 +38,8 @@ def tokens(text: str) -> set[str]:
     return set(re.findall(r"[a-z']+|\{\w+\}", text.lower()))
 
 
-def jaccard(a: str, b: str) -> float:
-    ta, tb = tokens(a), tokens(b)
+def jaccard(ta: set[str], tb: set[str]) -> float:
+    """Jaccard index of two word sets (from :func:`tokens`)."""
     return len(ta & tb) / max(1, len(ta | tb))
 
 
@@ -83,28 +84,29 @@ def main() -> None:
                     help="drop a new template this close (or closer) to an ood.yaml or catalogue template")
     args = ap.parse_args()
 
-    base = yaml.safe_load((ROOT / "catalogue.yaml").read_text())
-    ood = yaml.safe_load((ROOT / "ood.yaml").read_text())
+    base = yaml.safe_load(BUILTIN_PHRASINGS["train"].read_text())
+    ood = yaml.safe_load(BUILTIN_PHRASINGS["test_ood"].read_text())
     new = {entry["key"]: entry for entry in yaml.safe_load(args.new.read_text())}
     keys = [p["key"] for p in base["predicates"]]
     missing = sorted(set(keys) - set(new))
     if missing:
         raise SystemExit(f"--new {args.new}: no templates for predicates {missing}")
 
-    ood_templates = [t for p in ood["predicates"] for k in KINDS for t in p.get(k, [])]
+    ood_words = [tokens(t) for p in ood["predicates"] for k in KINDS for t in p.get(k, [])]
     rng = random.Random(f"phrasing-split:{args.seed}")
     report = {"dropped_ood": 0, "dropped_catalogue": 0, "max_jaccard_ood": 0.0, "kept": 0, "held": 0}
     diverse, heldout, full = [], [], []
     additions: dict[str, dict[str, list[str]]] = {}
     for pred in base["predicates"]:
         key = pred["key"]
-        own = [t for k in KINDS for t in pred[k]]
+        own_words = [tokens(t) for k in KINDS for t in pred[k]]
         d_pred, h_pred, f_pred = dict(pred), {k: v for k, v in pred.items() if k not in KINDS}, dict(pred)
         for kind in KINDS:
             kept = []
             for text in new[key][kind]:
-                near_ood = max(jaccard(text, o) for o in ood_templates)
-                near_own = max(jaccard(text, o) for o in own)
+                words = tokens(text)
+                near_ood = max(jaccard(words, o) for o in ood_words)
+                near_own = max(jaccard(words, o) for o in own_words)
                 report["max_jaccard_ood"] = max(report["max_jaccard_ood"], near_ood)
                 if near_ood >= args.max_jaccard:
                     report["dropped_ood"] += 1
@@ -134,8 +136,9 @@ def main() -> None:
     for name, preds in (("diverse", diverse), ("heldout", heldout), ("full", full)):
         text = yaml.safe_dump({"predicates": preds, **rest}, sort_keys=False, allow_unicode=True, width=120)
         (args.out / f"{name}.yaml").write_text(text)
+        load_catalogue(args.out / f"{name}.yaml")  # the generator's own validation (UserError if invalid)
     if args.patch_catalogue:
-        patched = append_to_catalogue((ROOT / "catalogue.yaml").read_text(), additions)
+        patched = append_to_catalogue(BUILTIN_PHRASINGS["train"].read_text(), additions)
         if yaml.safe_load(patched)["predicates"] != full:
             raise SystemExit("the patched catalogue.yaml does not parse to the full catalogue")
         args.patch_catalogue.write_text(patched)
