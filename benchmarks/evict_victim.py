@@ -1,0 +1,143 @@
+"""EVICT lever (issue 13): who picks the victim, on VALIDATION personas, without teacher forcing.
+
+The shipped policy writes ``EVICT <pred>`` itself; the grammar only makes it evict when an ADD
+meets a full ledger. On the test splits its EVICT F1 (0.52-0.71 per seed) is far below its other
+op kinds. This script measures, on the validation personas of one seed (the SFT split's held-out
+personas; never a test split), the clerk system as ``clerk evaluate`` runs it (its own ledger,
+session after session; exact rule reader, so no reading model is needed) under two victims:
+
+* ``policy``   — the shipped behaviour: the key the policy wrote;
+* ``salience`` — the key the policy wrote is replaced, at compile time, by the least salient
+  occupied slot of the ledger as it stands at that op (``clerk.ledger.least_salient``, the
+  oracle's own rule, computed on the system's ledger). The policy still decides *when* to evict;
+* ``reducer``  — the policy's EVICT lines are dropped and the reducer decides both when and whom:
+  before an ADD that meets a full ledger it evicts the least salient slot (the SPEC's budget rule,
+  applied deterministically). The policy only decides ADD / UPDATE / TOMBSTONE.
+
+Every compiled program is logged (ledger, text, ops) so that errors can be sorted into wrong
+victim vs. an eviction gold does not make (``--diagnose``).
+
+    python benchmarks/evict_victim.py --timelines T --sft SFT --model M --adapter A --out DIR --victim policy
+    python benchmarks/evict_victim.py --timelines T --out DIR --diagnose
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+from pathlib import Path
+
+from clerk import ledger as L
+from clerk import program as P
+from clerk.metrics import canonical_ops
+
+
+def validation_timelines(timelines: Path, sft: Path, out: Path) -> Path:
+    """The timeline lines of the SFT split's validation personas, in file order."""
+    names = set(json.loads((sft / "sft_stats.json").read_text())["splits"]["validation"]["personas"])
+    lines = [line for line in timelines.read_text().splitlines() if json.loads(line)["name"] in names]
+    path = out / "validation.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def run(args: argparse.Namespace) -> None:
+    from clerk.cli import main as clerk_main
+
+    args.out.mkdir(parents=True, exist_ok=True)
+    val = validation_timelines(args.timelines, args.sft, args.out)
+    log = (args.out / "programs.jsonl").open("w")
+    original_line, original_compile = P._compile_line, P.compile_program
+
+    def salience_line(line, ledger, subject):
+        op = original_line(line, ledger, subject)
+        if op is not None and op["op"] == "EVICT" and L.occupied(ledger):
+            op = {"op": "EVICT", "i": L.least_salient(ledger)}
+        return op
+
+    def reducer_evicts(compiled, ledger, now):
+        from clerk.metrics import lenient_reduce
+
+        program, current = [], ledger
+        for op in compiled.program:
+            if isinstance(op, dict) and op["op"] == "EVICT":
+                continue
+            if isinstance(op, dict) and op["op"] == "ADD" and not any(map(L.is_free, current)):
+                evict = {"op": "EVICT", "i": L.least_salient(current)}
+                program.append(evict)
+                current, _ = lenient_reduce(current, [evict], now)
+            program.append(op)
+            if isinstance(op, dict):
+                current, _ = lenient_reduce(current, [op], now)
+        return P.Compiled(program, compiled.errors, compiled.parse_failed)
+
+    def logged_compile(text, ledger, subject, now):
+        compiled = original_compile(text, ledger, subject, now)
+        if args.victim == "reducer":
+            compiled = reducer_evicts(compiled, ledger, now)
+        log.write(json.dumps({"subject": subject, "now": now, "ledger": ledger, "text": text,
+                              "program": compiled.program}) + "\n")
+        return compiled
+
+    if args.victim == "salience":
+        P._compile_line = salience_line
+    P.compile_program = logged_compile
+    try:
+        clerk_main(["evaluate", "--timelines", str(val), "--model", str(args.model), "--adapter", str(args.adapter),
+                    "--systems", "clerk", "--reader", "rule", "--max-new-tokens", "64", "--batch-size", "16",
+                    "--dtype", "float32", "--threads", "1", "--quiet", "--out", str(args.out / "eval")])
+    finally:
+        P._compile_line, P.compile_program = original_line, original_compile
+        log.close()
+    m = json.loads((args.out / "eval" / "metrics.json").read_text())["systems"]["clerk"]
+    print(json.dumps({"victim": args.victim, "op_f1": m["op"]["f1"], "state_f1": m["state_f1_mean"],
+                      **{k: m["op"]["by_type"][k]["f1"] for k in L.OP_KINDS},
+                      "evict": {k: m["op"]["by_type"]["EVICT"][k] for k in ("tp", "fp", "fn")}}))
+
+
+def diagnose(args: argparse.Namespace) -> None:
+    """Sort predicted EVICTs: right victim / wrong victim where gold evicts / eviction gold lacks."""
+    gold = {}
+    for line in args.timelines.read_text().splitlines():
+        persona = json.loads(line)
+        for session in persona["sessions"]:
+            gold[(persona["name"], session["index"])] = session
+    counts = Counter()
+    for line in (args.out / "programs.jsonl").read_text().splitlines():
+        rec = json.loads(line)
+        session = gold[(rec["subject"], rec["now"])]
+        g = [c for c in canonical_ops(session["ledger_before"], session["gold_ops"], rec["now"]) if c[0] == "EVICT"]
+        p = [c for c in canonical_ops(rec["ledger"], rec["program"], rec["now"]) if c[0] == "EVICT"]
+        hit = Counter(p) & Counter(g)
+        counts["gold_evicts"] += len(g)
+        counts["pred_evicts"] += len(p)
+        counts["right"] += sum(hit.values())
+        wrong = len(p) - sum(hit.values())
+        missed = len(g) - sum(hit.values())
+        counts["wrong_victim"] += min(wrong, missed)  # evicted, and gold evicts here too, another fact
+        counts["extra_evict"] += max(0, wrong - missed)  # more evictions than gold makes here
+        counts["missing_evict"] += max(0, missed - wrong)
+        ledger_drift = [(s["s"], s["p"], s["o"], s["v"]) for s in L.occupied(rec["ledger"])] != \
+            [(s["s"], s["p"], s["o"], s["v"]) for s in L.occupied(session["ledger_before"])]
+        if wrong or missed:
+            counts["sessions_with_error"] += 1
+            counts["  of which ledger drifted before"] += ledger_drift
+    print(json.dumps(dict(counts), indent=1))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--timelines", type=Path, required=True, help="train split timelines (results/data/SEED/train.jsonl)")
+    ap.add_argument("--sft", type=Path, help="SFT dataset dir whose sft_stats.json names the validation personas")
+    ap.add_argument("--model", type=Path)
+    ap.add_argument("--adapter", type=Path)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--victim", choices=("policy", "salience", "reducer"), default="policy")
+    ap.add_argument("--diagnose", action="store_true", help="only sort the EVICT errors of an earlier run in --out")
+    args = ap.parse_args()
+    diagnose(args) if args.diagnose else run(args)
+
+
+if __name__ == "__main__":
+    main()
