@@ -17,6 +17,14 @@ session after session; exact rule reader, so no reading model is needed) under t
 Every compiled program is logged (ledger, text, ops) so that errors can be sorted into wrong
 victim vs. an eviction gold does not make (``--diagnose``).
 
+The adapters (600 CONSOLIDATE steps, one thread; W a work dir, M resources/cache/smollm2-135m):
+
+    clerk generate --seed SEED --split train --personas 100 --sessions 8 --questions 3-3 --budget 12 \
+        --init-facts 4 --out W/data/results/data/SEED/train.jsonl
+    source benchmarks/task_sft.sh
+    task_sft W/data W/pSEED SEED M 0.5 consolidate
+    train_recipe W/pSEED/sft M SEED 600 0 W/pSEED W/pSEED/adapter
+
     python benchmarks/evict_victim.py --timelines T --sft SFT --model M --adapter A --out DIR --victim policy
     python benchmarks/evict_victim.py --timelines T --out DIR --diagnose
 """
