@@ -1,10 +1,10 @@
-"""EVICT lever (issue 13): who picks the victim, on VALIDATION personas, without teacher forcing.
+r"""EVICT lever (issue 13): who picks the victim, on VALIDATION personas, without teacher forcing.
 
 The shipped policy writes ``EVICT <pred>`` itself; the grammar only makes it evict when an ADD
 meets a full ledger. On the test splits its EVICT F1 (0.52-0.71 per seed) is far below its other
 op kinds. This script measures, on the validation personas of one seed (the SFT split's held-out
 personas; never a test split), the clerk system as ``clerk evaluate`` runs it (its own ledger,
-session after session; exact rule reader, so no reading model is needed) under two victims:
+session after session; exact rule reader, so no reading model is needed) under three victims:
 
 * ``policy``   — the shipped behaviour: the key the policy wrote;
 * ``salience`` — the key the policy wrote is replaced, at compile time, by the least salient
@@ -19,8 +19,8 @@ victim vs. an eviction gold does not make (``--diagnose``).
 
 The adapters (600 CONSOLIDATE steps, one thread; W a work dir, M resources/cache/smollm2-135m):
 
-    clerk generate --seed SEED --split train --personas 100 --sessions 8 --questions 3-3 --budget 12 \
-        --init-facts 4 --out W/data/results/data/SEED/train.jsonl
+    clerk generate --seed SEED --split train --personas 100 --sessions 8 --questions 3-3 --budget 12 --init-facts 4 \
+         --out W/data/results/data/SEED/train.jsonl
     source benchmarks/task_sft.sh
     task_sft W/data W/pSEED SEED M 0.5 consolidate
     train_recipe W/pSEED/sft M SEED 600 0 W/pSEED W/pSEED/adapter
