@@ -41,11 +41,13 @@ from clerk import program as P
 from clerk.metrics import canonical_ops
 
 
-def validation_timelines(timelines: Path, sft: Path, out: Path) -> Path:
-    """The timeline lines of the SFT split's validation personas, in file order."""
-    names = set(json.loads((sft / "sft_stats.json").read_text())["splits"]["validation"]["personas"])
+def split_timelines(timelines: Path, sft: Path, out: Path, split: str = "validation", shard: str = "1/1") -> Path:
+    """The timeline lines of one SFT split's personas (shard K of N of them), in file order."""
+    names = set(json.loads((sft / "sft_stats.json").read_text())["splits"][split]["personas"])
     lines = [line for line in timelines.read_text().splitlines() if json.loads(line)["name"] in names]
-    path = out / "validation.jsonl"
+    k, n = map(int, shard.split("/"))
+    lines = lines[k - 1::n]
+    path = out / f"{split}.jsonl"
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -54,7 +56,7 @@ def run(args: argparse.Namespace) -> None:
     from clerk.cli import main as clerk_main
 
     args.out.mkdir(parents=True, exist_ok=True)
-    val = validation_timelines(args.timelines, args.sft, args.out)
+    val = split_timelines(args.timelines, args.sft, args.out, args.personas, args.shard)
     log = (args.out / "programs.jsonl").open("w")
     original_line, original_compile = P._compile_line, P.compile_program
 
@@ -142,6 +144,9 @@ def main() -> None:
     ap.add_argument("--adapter", type=Path)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--victim", choices=("policy", "salience", "reducer"), default="policy")
+    ap.add_argument("--personas", choices=("validation", "train"), default="validation",
+                    help="the SFT split whose personas are run (train: rollouts for benchmarks/dagger.py)")
+    ap.add_argument("--shard", default="1/1", help="K/N: every N-th persona from the K-th (parallel rollouts)")
     ap.add_argument("--diagnose", action="store_true", help="only sort the EVICT errors of an earlier run in --out")
     args = ap.parse_args()
     diagnose(args) if args.diagnose else run(args)
