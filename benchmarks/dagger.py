@@ -26,10 +26,7 @@ from clerk import ledger as L
 from clerk.generator.gold import gold_program
 from clerk.sft.dataset import to_dataset_dict
 from clerk.sft.examples import consolidate_example
-
-
-def facts(ledger: L.Ledger) -> list[tuple]:
-    return [(s["s"], s["p"], s["o"], s["v"]) for s in L.occupied(ledger)]
+from evict_victim import sessions_by_key, slot_facts  # benchmarks/, beside this script
 
 
 def program_against(ledger: L.Ledger, events: list[dict], subject: str, now: int) -> L.Program:
@@ -56,10 +53,7 @@ def main() -> None:
     args = ap.parse_args()
     from datasets import load_from_disk
 
-    personas = {}
-    for line in args.timelines.read_text().splitlines():
-        tl = json.loads(line)
-        personas[tl["name"]] = tl
+    sessions = sessions_by_key(args.timelines)
     base = load_from_disk(str(args.sft))
     train_names = set(base["train"]["persona"])
     new, counts = [], {"sessions": 0, "drifted": 0, "rejected": 0, "ops": 0}
@@ -68,19 +62,18 @@ def main() -> None:
             rec = json.loads(line)
             if rec["subject"] not in train_names:
                 raise SystemExit(f"{path}: persona {rec['subject']!r} is not in the SFT train split")
-            tl = personas[rec["subject"]]
-            session = next(s for s in tl["sessions"] if s["index"] == rec["now"])
+            session = sessions[(rec["subject"], rec["now"])]
             counts["sessions"] += 1
-            if facts(rec["ledger"]) == facts(session["ledger_before"]):
+            if slot_facts(rec["ledger"]) == slot_facts(session["ledger_before"]):
                 continue
             counts["drifted"] += 1
             try:
-                ops = program_against(rec["ledger"], session["events"], tl["name"], session["index"])
+                ops = program_against(rec["ledger"], session["events"], rec["subject"], session["index"])
             except (ValueError, AssertionError):
                 counts["rejected"] += 1
                 continue
             counts["ops"] += len(ops)
-            row = consolidate_example(tl, {**session, "ledger_before": rec["ledger"], "gold_ops": ops})
+            row = consolidate_example({"name": rec["subject"]}, {**session, "ledger_before": rec["ledger"], "gold_ops": ops})
             new.append({**row, "view": ""})
     rows = {split: [dict(r) for r in base[split]] for split in base}
     rows["train"] += new

@@ -41,6 +41,22 @@ from clerk import program as P
 from clerk.metrics import canonical_ops
 
 
+def slot_facts(ledger: L.Ledger) -> list[tuple]:
+    """The occupied slots' (s, p, o, v) in slot order: a ledger "drifted" from gold when these differ.
+    Slot order counts (unlike ``clerk.metrics.state_f1``): salience ties break on the index."""
+    return [(s["s"], s["p"], s["o"], s["v"]) for s in L.occupied(ledger)]
+
+
+def sessions_by_key(timelines: Path) -> dict[tuple[str, int], dict]:
+    """Every session of a timelines file, by (persona name, session index)."""
+    out = {}
+    for line in timelines.read_text().splitlines():
+        persona = json.loads(line)
+        for session in persona["sessions"]:
+            out[(persona["name"], session["index"])] = session
+    return out
+
+
 def split_timelines(timelines: Path, sft: Path, out: Path, split: str = "validation", shard: str = "1/1") -> Path:
     """The timeline lines of one SFT split's personas (shard K of N of them), in file order."""
     names = set(json.loads((sft / "sft_stats.json").read_text())["splits"][split]["personas"])
@@ -108,11 +124,7 @@ def run(args: argparse.Namespace) -> None:
 
 def diagnose(args: argparse.Namespace) -> None:
     """Sort predicted EVICTs: right victim / wrong victim where gold evicts / eviction gold lacks."""
-    gold = {}
-    for line in args.timelines.read_text().splitlines():
-        persona = json.loads(line)
-        for session in persona["sessions"]:
-            gold[(persona["name"], session["index"])] = session
+    gold = sessions_by_key(args.timelines)
     counts = Counter()
     for line in (args.out / "programs.jsonl").read_text().splitlines():
         rec = json.loads(line)
@@ -128,8 +140,7 @@ def diagnose(args: argparse.Namespace) -> None:
         counts["wrong_victim"] += min(wrong, missed)  # evicted, and gold evicts here too, another fact
         counts["extra_evict"] += max(0, wrong - missed)  # more evictions than gold makes here
         counts["missing_evict"] += max(0, missed - wrong)
-        ledger_drift = [(s["s"], s["p"], s["o"], s["v"]) for s in L.occupied(rec["ledger"])] != \
-            [(s["s"], s["p"], s["o"], s["v"]) for s in L.occupied(session["ledger_before"])]
+        ledger_drift = slot_facts(rec["ledger"]) != slot_facts(session["ledger_before"])
         if wrong or missed:
             counts["sessions_with_error"] += 1
             counts["  of which ledger drifted before"] += ledger_drift
