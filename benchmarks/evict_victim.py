@@ -109,15 +109,31 @@ def run(args: argparse.Namespace) -> None:
     if args.victim == "salience":
         P._compile_line = salience_line
     P.compile_program = logged_compile
+    from clerk.models import constrained as C
+
+    original_apply = C.GrammarConstraint.apply
+
+    def penalised_apply(self, logits, done):
+        original_apply(self, logits, done)  # grammar mask first: a masked stop stays masked
+        logits[:, stops] -= args.stop_penalty  # rows already done ignore their token
+
+    if args.stop_penalty:
+        from transformers import AutoTokenizer
+
+        from clerk.models.decoding import stop_token_ids
+
+        stops = stop_token_ids(AutoTokenizer.from_pretrained(args.model))
+        C.GrammarConstraint.apply = penalised_apply
     try:
         clerk_main(["evaluate", "--timelines", str(val), "--model", str(args.model), "--adapter", str(args.adapter),
                     "--systems", "clerk", "--reader", "rule", "--max-new-tokens", "64", "--batch-size", "16",
                     "--dtype", "float32", "--threads", "1", "--quiet", "--out", str(args.out / "eval")])
     finally:
         P._compile_line, P.compile_program = original_line, original_compile
+        C.GrammarConstraint.apply = original_apply
         log.close()
     m = json.loads((args.out / "eval" / "metrics.json").read_text())["systems"]["clerk"]
-    print(json.dumps({"victim": args.victim, "op_f1": m["op"]["f1"], "state_f1": m["state_f1_mean"],
+    print(json.dumps({"victim": args.victim, "stop_penalty": args.stop_penalty, "op_f1": m["op"]["f1"], "state_f1": m["state_f1_mean"],
                       **{k: m["op"]["by_type"][k]["f1"] for k in L.OP_KINDS},
                       "evict": {k: m["op"]["by_type"]["EVICT"][k] for k in ("tp", "fp", "fn")}}))
 
@@ -158,6 +174,9 @@ def main() -> None:
     ap.add_argument("--personas", choices=("validation", "train"), default="validation",
                     help="the SFT split whose personas are run (train: rollouts for benchmarks/dagger.py)")
     ap.add_argument("--shard", default="1/1", help="K/N: every N-th persona from the K-th (parallel rollouts)")
+    ap.add_argument("--stop-penalty", type=float, default=0.0,
+                    help="subtract this from the end-of-turn logits at every decoding step (the policy ends its "
+                         "program too early in long sessions: benchmarks/first_errors.py)")
     ap.add_argument("--diagnose", action="store_true", help="only sort the EVICT errors of an earlier run in --out")
     args = ap.parse_args()
     diagnose(args) if args.diagnose else run(args)
