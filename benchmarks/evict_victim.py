@@ -113,6 +113,7 @@ def run(args: argparse.Namespace) -> None:
 
     original_apply = C.GrammarConstraint.apply
 
+    # The penalty rides on the grammar's logits hook: clerk's writes always decode with the grammar.
     def penalised_apply(self, logits, done):
         original_apply(self, logits, done)  # grammar mask first: a masked stop stays masked
         logits[:, stops] -= args.stop_penalty  # rows already done ignore their token
