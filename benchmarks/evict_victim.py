@@ -176,8 +176,8 @@ def main() -> None:
                     help="the SFT split whose personas are run (train: rollouts for benchmarks/dagger.py)")
     ap.add_argument("--shard", default="1/1", help="K/N: every N-th persona from the K-th (parallel rollouts)")
     ap.add_argument("--stop-penalty", type=float, default=0.0,
-                    help="subtract this from the end-of-turn logits at every decoding step (the policy ends its "
-                         "program too early in long sessions: benchmarks/first_errors.py)")
+                    help="subtract this from the end-of-turn logits at every decoding step (a lever against facts "
+                         "left unwritten, benchmarks/first_errors.py; measured: no gain, policy-levers.md)")
     ap.add_argument("--diagnose", action="store_true", help="only sort the EVICT errors of an earlier run in --out")
     args = ap.parse_args()
     diagnose(args) if args.diagnose else run(args)
