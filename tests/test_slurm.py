@@ -449,7 +449,7 @@ class TestSlurmRun:
 class TestSlurmDryRun:
     def test_dry_run_needs_no_cluster(self, tmp_path):
         """`snakemake -n --profile workflow/profiles/slurm` plans the smoke DAG with no Slurm
-        running, and every job carries the sized resources (train: 3328 MB, 45 min, the
+        running, and every job carries the sized resources (train: 3584 MB, 80 min, the
         profile's partition)."""
         pytest.importorskip("snakemake_executor_plugin_slurm")
         proc = run_snakemake(ROOT, "-n", *SLURM_PROFILE, *SMOKE, "--forceall", timeout=300)
@@ -467,4 +467,4 @@ class TestSlurmDryRun:
             assert re.search(r"\bruntime=\d+", resources), (rule, resources)
             assert f"slurm_partition={PARTITION}" in resources, (rule, resources)
         train = dict(blocks)["train"]
-        assert "mem_mb=3328" in train and "runtime=45" in train
+        assert "mem_mb=3584" in train and "runtime=80" in train

@@ -73,8 +73,8 @@ MEASURED = {
     # RSS: 1.6 GB when dequantising SmolLM2 under /usr/bin/time (benchmarks/bench_train.md);
     # the benchmark's samples saw 465 MB.
     "base_model": (43.63, 1600.0),
-    # Measured at 300 steps (571.98 s); the configured 600 steps take twice that.
-    "train": (1143.96, 1834.16),
+    # Measured at 600 steps (1109.6 s, 1878.5 MB; the run of 2026-12-02); 1200 steps take twice that.
+    "train": (2219.2, 1878.5),
     "evaluate": (1364.87, 5710.12),
     "read_cost": (62.64, 376.14),
     "streams": (0.88, 24.82),
@@ -100,7 +100,7 @@ def rule_resources(name):
     """Scheduler resources of one rule: mem_mb and runtime from MEASURED (UNMEASURED for a rule
     not in it) with the headroom above, plus `gpu` for the model rules.
 
-    E.g. train: 3328 MB, 45 min (tests/test_slurm.py checks them in a dry run).
+    E.g. train: 3584 MB, 80 min (tests/test_slurm.py checks them in a dry run).
     """
     wall_s, rss_mb = MEASURED.get(name, UNMEASURED)
     resources = {
