@@ -5,7 +5,7 @@
 #   benchmarks/phrasing_diversity.sh WORK score            after both conditions have trained
 # WORK/cat holds diverse.yaml and heldout.yaml from benchmarks/phrasing_split.py --out WORK/cat.
 #
-# Seed 137. `base` trains the shipped recipe (600 steps; policy on CONSOLIDATE examples, reader on
+# Seed 137 (SEED, below). `base` trains the shipped recipe (600 steps; policy on CONSOLIDATE examples, reader on
 # ANSWER examples, benchmarks/policy_only.sh and reader_only.sh) on timelines phrased by the
 # shipped catalogue; `diverse` trains the same recipe on timelines phrased by the catalogue plus
 # the new templates' training share (WORK/cat/diverse.yaml, benchmarks/phrasing_split.py). Both
@@ -19,8 +19,15 @@
 # Policy: clerk learning-curve (final adapter, with and without the grammar). Reader:
 # benchmarks/reader_calibration.py. benchmarks/phrasing_table.py WORK/score prints the tables.
 # `score-base` scores the base adapters on `held` while `diverse` trains.
+#
+# Environment (defaults: the 600-step study of seed 137 above):
+#   SEED=S STEPS=N   another seed, another step count (both adapters)
+#   POLICY_ONLY=1    train and score the policy only (no reader)
+#   BASE_POLICY=DIR  an adapter already trained with the shipped recipe (a default run's
+#                    results/train/SEED) as `base`, instead of training one; then `base` is also
+#                    scored on `in`, since the committed in-distribution figures are 600-step ones.
 set -euo pipefail
-work=$1 what=$2 seed=137
+work=$1 what=$2 seed=${SEED:-137} steps=${STEPS:-600} policy_only=${POLICY_ONLY:-0} base_policy=${BASE_POLICY:-}
 model=${MODEL:-resources/models/smollm2-135m}
 bench=$(dirname "$0")
 gen() {  # gen OUT [--phrasings FILE]: the default profile's train split of seed 137
@@ -33,11 +40,14 @@ case $what in
   base|diverse)
     if [ "$what" = base ]; then gen "$work/data-base"; else gen "$work/data-diverse" --phrasings "$work/cat/diverse.yaml"; fi
     source "$bench/task_sft.sh"
-    # The recipes of benchmarks/policy_only.sh and reader_only.sh (600 steps, no snapshots), side by side.
+    # The recipes of benchmarks/policy_only.sh and reader_only.sh (STEPS steps, no snapshots), side by side.
     ( task_sft "$work/data-$what" "$work/$what-policy" $seed "$model" 0.5 consolidate
-      train_recipe "$work/$what-policy/sft" "$model" $seed 600 0 "$work/$what-policy" "$work/$what-policy/adapter" ) &
-    task_sft "$work/data-$what" "$work/$what-reader" $seed "$model" 2.0 answer
-    train_recipe "$work/$what-reader/sft" "$model" $seed 600 0 "$work/$what-reader" "$work/$what-reader/adapter"
+      if [ "$what" = base ] && [ -n "$base_policy" ]; then ln -sfn "$(realpath "$base_policy")" "$work/base-policy/adapter"
+      else train_recipe "$work/$what-policy/sft" "$model" $seed $steps 0 "$work/$what-policy" "$work/$what-policy/adapter"; fi ) &
+    if [ "$policy_only" != 1 ]; then
+      task_sft "$work/data-$what" "$work/$what-reader" $seed "$model" 2.0 answer
+      train_recipe "$work/$what-reader/sft" "$model" $seed $steps 0 "$work/$what-reader" "$work/$what-reader/adapter"
+    fi
     wait
     ;;
   score|score-base)
@@ -50,6 +60,7 @@ case $what in
     # The base adapters on `in` are the shipped recipe's seed-137 numbers of benchmarks/policy-levers.md
     # and reader-levers.md (the base policy's run saw the same 134,527 tokens): not scored again.
     if [ "$what" = score-base ]; then items="base:held"; else items="base:held diverse:held diverse:in"; fi
+    if [ -n "$base_policy" ] && [ "$what" = score ]; then items="$items base:in"; fi
     for item in $items; do
       cond=${item%:*} set=${item#*:}
       if [ $set = in ]; then data=$work/data-base; sft=$work/base-policy/sft; n=40; views=oracle
@@ -60,6 +71,7 @@ case $what in
         --timelines "$data/results/data/$seed/train.jsonl" --sft "$sft" --model "$model" --adapter "$work/$cond-policy/adapter" \
         --sessions $n --max-new-tokens 64 --batch-size 16 --dtype float32 --threads 1 \
         --out "$work/score/policy-$cond-$set.csv" > "$work/score/policy-$cond-$set.log" 2>&1 &
+      [ "$policy_only" = 1 ] && continue
       # Reader: a run-shaped tree (timelines, the split's SFT stats, the reader adapter); the gold ledger
       # only on `in` (the full transcript there is benchmarks/reader-levers.md's).
       tree=$work/score/tree-$cond-$set
