@@ -18,7 +18,10 @@
 #          the gold ledger and the full transcript).
 # Policy: clerk learning-curve (final adapter, with and without the grammar). Reader:
 # benchmarks/reader_calibration.py. benchmarks/phrasing_table.py WORK/score prints the tables.
-# `score-base` scores the base adapters on `held` while `diverse` trains.
+# `score-base` scores the base adapters on `held` while `diverse` trains. `closed` scores both
+# policies as the shipped `clerk` row is scored, closed loop (benchmarks/evict_victim.py --victim
+# policy: each session written against the system's own ledger, exact rule reader), on `held` and
+# `in` (all 80 sessions of the 10 validation personas), two runs side by side.
 #
 # Environment (defaults: the 600-step study of seed 137 above):
 #   SEED=S STEPS=N   another seed, another step count (both adapters)
@@ -85,5 +88,22 @@ case $what in
     done
     wait
     ;;
-  *) echo "CONDITION must be base, diverse, score or score-base, got $what" >&2; exit 2 ;;
+  closed)
+    gen "$work/data-held" --phrasings "$work/cat/heldout.yaml"
+    source "$bench/task_sft.sh"
+    [ -d "$work/held-sft/sft" ] || task_sft "$work/data-held" "$work/held-sft" $seed "$model" 2.0 answer
+    mkdir -p "$work/score"
+    lane() {  # lane COND: that policy on `held`, then on `in`; a run whose summary exists is not repeated
+      for set in held in; do
+        if [ $set = in ]; then data=$work/data-base sft=$work/base-policy/sft; else data=$work/data-held sft=$work/held-sft/sft; fi
+        out=$work/score/closed-$1-$set
+        [ -s "$out.json" ] && continue
+        OMP_NUM_THREADS=1 python "$bench/evict_victim.py" --timelines "$data/results/data/$seed/train.jsonl" --sft "$sft" \
+          --model "$model" --adapter "$work/$1-policy/adapter" --out "$out" --victim policy > "$out.log" 2>&1
+        tail -n 1 "$out.log" > "$out.json"
+      done
+    }
+    lane base & lane diverse & wait
+    ;;
+  *) echo "CONDITION must be base, diverse, score, score-base or closed, got $what" >&2; exit 2 ;;
 esac
