@@ -58,9 +58,12 @@ def sessions_by_key(timelines: Path) -> dict[tuple[str, int], dict]:
 
 
 def split_timelines(timelines: Path, sft: Path, out: Path, split: str = "validation", shard: str = "1/1") -> Path:
-    """The timeline lines of one SFT split's personas (shard K of N of them), in file order."""
-    names = set(json.loads((sft / "sft_stats.json").read_text())["splits"][split]["personas"])
-    lines = [line for line in timelines.read_text().splitlines() if json.loads(line)["name"] in names]
+    """The timeline lines of one SFT split's personas (shard K of N of them), in file order;
+    ``split="all"``: every persona of the file (a fresh set no adapter trained on; no SFT needed)."""
+    lines = timelines.read_text().splitlines()
+    if split != "all":
+        names = set(json.loads((sft / "sft_stats.json").read_text())["splits"][split]["personas"])
+        lines = [line for line in lines if json.loads(line)["name"] in names]
     k, n = map(int, shard.split("/"))
     lines = lines[k - 1::n]
     path = out / f"{split}.jsonl"
@@ -172,8 +175,9 @@ def main() -> None:
     ap.add_argument("--adapter", type=Path)
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--victim", choices=("policy", "salience", "reducer"), default="policy")
-    ap.add_argument("--personas", choices=("validation", "train"), default="validation",
-                    help="the SFT split whose personas are run (train: rollouts for benchmarks/dagger.py)")
+    ap.add_argument("--personas", choices=("validation", "train", "all"), default="validation",
+                    help="the SFT split whose personas are run (train: rollouts for benchmarks/dagger.py; all: every "
+                         "persona of --timelines, for a fresh generated set no adapter trained on)")
     ap.add_argument("--shard", default="1/1", help="K/N: every N-th persona from the K-th (parallel rollouts)")
     ap.add_argument("--stop-penalty", type=float, default=0.0,
                     help="subtract this from the end-of-turn logits at every decoding step (a lever against facts "

@@ -1,0 +1,145 @@
+r"""Is a closed-loop policy difference more than persona sampling? A paired bootstrap (issue 13).
+
+Two policies scored closed loop by ``benchmarks/evict_victim.py --victim policy`` on the same
+validation personas (one ``programs.jsonl`` per run and seed) are re-scored here from their logged
+programs, per persona, with the evaluation's own scorer (``clerk.metrics.op_scores`` against the
+gold program, the gold ledger as ``gold_ledger_before``, as ``clerk evaluate`` scores a system whose
+ledger has drifted). The pooled (micro) F1 of each run, overall and per op kind, is recomputed
+from the per-persona counts, and ``scipy.stats.bootstrap`` resamples **personas** (paired: the
+same personas for both runs; all seeds' personas in one pool, since the seeds' personas are
+disjoint) to give a 95 % percentile interval of the difference B - A (percentile, not BCa: BCa is
+undefined where the two runs agree on every persona for one op kind). Sessions of one persona are not
+independent (a drifted ledger carries over), so the persona is the unit.
+
+    python benchmarks/paired_bootstrap.py --timelines T137 T991 T4242 \
+        --a A137/programs.jsonl A991/programs.jsonl A4242/programs.jsonl \
+        --b B137/programs.jsonl B991/programs.jsonl B4242/programs.jsonl
+
+The pooled counts printed (``a_counts`` / ``b_counts``: tp, fp, fn) equal the runs' own summaries
+(``closed.json``) summed over seeds.
+
+``--ledgers`` instead takes an evaluation's per-write rows (``results/eval/SEED/SPLIT/ledgers.jsonl``
+of a default run, one per seed) and gives one system's pooled F1 with a 95 % persona-bootstrap
+interval (not paired; the uncertainty of a shipped figure, not a choice made on it):
+
+    python benchmarks/paired_bootstrap.py --ledgers results/eval/{137,991,4242}/test/ledgers.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+from scipy import stats
+
+from clerk.ledger import OP_KINDS
+from clerk.metrics import op_scores, prf
+
+KINDS = ("ALL", *OP_KINDS)
+
+
+def persona_counts(timelines: Path, programs: Path) -> dict[str, np.ndarray]:
+    """``{persona: array[kind, (tp, fp, fn)]}`` summed over the persona's logged writes."""
+    gold = {}
+    for line in timelines.read_text().splitlines():
+        persona = json.loads(line)
+        for session in persona["sessions"]:
+            gold[(persona["name"], session["index"])] = session
+    out: dict[str, np.ndarray] = {}
+    for line in programs.read_text().splitlines():
+        rec = json.loads(line)
+        session = gold[(rec["subject"], rec["now"])]
+        s = op_scores(rec["ledger"], rec["program"], session["gold_ops"], rec["now"],
+                      gold_ledger_before=session["ledger_before"])
+        rows = [[s["tp"], s["fp"], s["fn"]]] + [[s["by_type"][k][c] for c in ("tp", "fp", "fn")] for k in OP_KINDS]
+        out.setdefault(rec["subject"], np.zeros((len(KINDS), 3), dtype=np.int64))
+        out[rec["subject"]] += np.array(rows)
+    return out
+
+
+def ledger_rows_counts(path: Path, system: str) -> dict[str, np.ndarray]:
+    """``{seed/persona: array[kind, (tp, fp, fn)]}`` from an evaluation's ``ledgers.jsonl`` rows."""
+    out: dict[str, np.ndarray] = {}
+    for line in path.read_text().splitlines():
+        row = json.loads(line)
+        if row["system"] != system:
+            continue
+        key = f"{row['seed']}/{row['persona']}"
+        counts = [[row[f"op_{c}"] for c in ("tp", "fp", "fn")]]
+        counts += [[row[f"op_{k}_{c}"] for c in ("tp", "fp", "fn")] for k in OP_KINDS]
+        out.setdefault(key, np.zeros((len(KINDS), 3), dtype=np.int64))
+        out[key] += np.array(counts)
+    return out
+
+
+def pooled_f1(counts: np.ndarray) -> np.ndarray:
+    """Micro F1 per kind from summed counts: ``counts`` is [persona, kind, 3]."""
+    tp, fp, fn = counts.sum(axis=0).T
+    return np.array([prf(int(a), int(b), int(c))["f1"] for a, b, c in zip(tp, fp, fn)])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--timelines", type=Path, nargs="+", help="one train.jsonl per seed")
+    ap.add_argument("--a", type=Path, nargs="+", help="run A's programs.jsonl, one per seed, same order")
+    ap.add_argument("--b", type=Path, nargs="+", help="run B's programs.jsonl, one per seed, same order")
+    ap.add_argument("--ledgers", type=Path, nargs="+", help="instead: an evaluation's ledgers.jsonl per seed")
+    ap.add_argument("--system", default="clerk", help="the system whose rows --ledgers reads")
+    ap.add_argument("--resamples", type=int, default=9999)
+    ap.add_argument("--seed", type=int, default=0, help="the bootstrap's random seed")
+    args = ap.parse_args()
+    if args.ledgers:
+        return one_run(args)
+    if not args.timelines or not args.a or not args.b:
+        ap.error("give --timelines, --a and --b (a paired comparison) or --ledgers (one run's interval)")
+    if not len(args.timelines) == len(args.a) == len(args.b):
+        ap.error(f"--timelines, --a and --b need one path per seed each; got {len(args.timelines)}, "
+                 f"{len(args.a)} and {len(args.b)}")
+    a_rows, b_rows = [], []
+    for t, pa, pb in zip(args.timelines, args.a, args.b):
+        ca, cb = persona_counts(t, pa), persona_counts(t, pb)
+        if set(ca) != set(cb):
+            raise SystemExit(f"{pa} and {pb} score different personas: {sorted(set(ca) ^ set(cb))}")
+        for name in sorted(ca):
+            a_rows.append(ca[name])
+            b_rows.append(cb[name])
+    a, b = np.stack(a_rows), np.stack(b_rows)
+    fa, fb = pooled_f1(a), pooled_f1(b)
+
+    def diff(x, y):  # x, y: the same resample of persona indices (paired), one resample per call
+        return pooled_f1(b[y]) - pooled_f1(a[x])
+
+    idx = np.arange(len(a))
+    res = stats.bootstrap((idx, idx), diff, paired=True, vectorized=False, n_resamples=args.resamples, method="percentile",
+                          confidence_level=0.95, random_state=np.random.default_rng(args.seed))
+    out = {"personas": len(a)}
+    for k, kind in enumerate(KINDS):
+        out[kind] = {"a": round(float(fa[k]), 3), "b": round(float(fb[k]), 3), "b_minus_a": round(float(fb[k] - fa[k]), 3),
+                     "ci95": [round(float(res.confidence_interval.low[k]), 3), round(float(res.confidence_interval.high[k]), 3)],
+                     "a_counts": a[:, k].sum(axis=0).tolist(), "b_counts": b[:, k].sum(axis=0).tolist()}
+    print(json.dumps(out, indent=1))
+
+
+def one_run(args: argparse.Namespace) -> None:
+    """Pooled F1 per kind of one system over every seed's rows, with a persona-bootstrap interval."""
+    rows = {}
+    for path in args.ledgers:
+        rows.update(ledger_rows_counts(path, args.system))
+    if not rows:
+        raise SystemExit(f"no rows of system {args.system!r} in {[str(p) for p in args.ledgers]}")
+    c = np.stack([rows[k] for k in sorted(rows)])
+    res = stats.bootstrap((np.arange(len(c)),), lambda i: pooled_f1(c[i]), vectorized=False,
+                          n_resamples=args.resamples, method="percentile", confidence_level=0.95,
+                          random_state=np.random.default_rng(args.seed))
+    f = pooled_f1(c)
+    out = {"system": args.system, "personas": len(c)}
+    for k, kind in enumerate(KINDS):
+        out[kind] = {"f1": round(float(f[k]), 3), "counts": c[:, k].sum(axis=0).tolist(),
+                     "ci95": [round(float(res.confidence_interval.low[k]), 3), round(float(res.confidence_interval.high[k]), 3)]}
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
