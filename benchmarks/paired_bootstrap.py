@@ -7,7 +7,8 @@ gold program, the gold ledger as ``gold_ledger_before``, as ``clerk evaluate`` s
 ledger has drifted). The pooled (micro) F1 of each run, overall and per op kind, is recomputed
 from the per-persona counts, and ``scipy.stats.bootstrap`` resamples **personas** (paired: the
 same personas for both runs; all seeds' personas in one pool, since the seeds' personas are
-disjoint) to give a 95 % percentile interval of the difference B - A (percentile, not BCa: BCa is
+disjoint; a persona that several seeds' runs score, as in one fresh set for every seed, is one
+unit, its counts summed over them) to give a 95 % percentile interval of the difference B - A (percentile, not BCa: BCa is
 undefined where the two runs agree on every persona for one op kind). Sessions of one persona are not
 independent (a drifted ledger carries over), so the persona is the unit.
 
@@ -97,15 +98,15 @@ def main() -> None:
     if not len(args.timelines) == len(args.a) == len(args.b):
         ap.error(f"--timelines, --a and --b need one path per seed each; got {len(args.timelines)}, "
                  f"{len(args.a)} and {len(args.b)}")
-    a_rows, b_rows = [], []
+    a_by, b_by = {}, {}  # (timelines, persona): one resampling unit, summed over the seeds that score it
     for t, pa, pb in zip(args.timelines, args.a, args.b):
         ca, cb = persona_counts(t, pa), persona_counts(t, pb)
         if set(ca) != set(cb):
             raise SystemExit(f"{pa} and {pb} score different personas: {sorted(set(ca) ^ set(cb))}")
-        for name in sorted(ca):
-            a_rows.append(ca[name])
-            b_rows.append(cb[name])
-    a, b = np.stack(a_rows), np.stack(b_rows)
+        for name in ca:
+            key = (str(t.resolve()), name)
+            a_by[key], b_by[key] = a_by.get(key, 0) + ca[name], b_by.get(key, 0) + cb[name]
+    a, b = np.stack([a_by[k] for k in sorted(a_by)]), np.stack([b_by[k] for k in sorted(b_by)])
     fa, fb = pooled_f1(a), pooled_f1(b)
 
     def diff(x, y):  # x, y: the same resample of persona indices (paired), one resample per call
@@ -124,9 +125,10 @@ def main() -> None:
 
 def one_run(args: argparse.Namespace) -> None:
     """Pooled F1 per kind of one system over every seed's rows, with a persona-bootstrap interval."""
-    rows = {}
-    for path in args.ledgers:
-        rows.update(ledger_rows_counts(path, args.system))
+    rows: dict[str, np.ndarray] = {}
+    for path in args.ledgers:  # one persona scored by several runs (adapters) is one resampling unit
+        for key, counts in ledger_rows_counts(path, args.system).items():
+            rows[key] = rows.get(key, 0) + counts
     if not rows:
         raise SystemExit(f"no rows of system {args.system!r} in {[str(p) for p in args.ledgers]}")
     c = np.stack([rows[k] for k in sorted(rows)])
