@@ -38,25 +38,28 @@ from scipy import stats
 from clerk.ledger import OP_KINDS
 from clerk.metrics import op_scores, prf
 
+from evict_victim import sessions_by_key  # benchmarks/, beside this script
+
 KINDS = ("ALL", *OP_KINDS)
+COUNTS = ("tp", "fp", "fn")
+
+
+def counts_array(count) -> np.ndarray:
+    """array[kind, (tp, fp, fn)] from ``count(kind, c)``; kind None is the overall count."""
+    return np.array([[count(None if kind == "ALL" else kind, c) for c in COUNTS] for kind in KINDS], dtype=np.int64)
 
 
 def persona_counts(timelines: Path, programs: Path) -> dict[str, np.ndarray]:
     """``{persona: array[kind, (tp, fp, fn)]}`` summed over the persona's logged writes."""
-    gold = {}
-    for line in timelines.read_text().splitlines():
-        persona = json.loads(line)
-        for session in persona["sessions"]:
-            gold[(persona["name"], session["index"])] = session
+    gold = sessions_by_key(timelines)
     out: dict[str, np.ndarray] = {}
     for line in programs.read_text().splitlines():
         rec = json.loads(line)
         session = gold[(rec["subject"], rec["now"])]
         s = op_scores(rec["ledger"], rec["program"], session["gold_ops"], rec["now"],
                       gold_ledger_before=session["ledger_before"])
-        rows = [[s["tp"], s["fp"], s["fn"]]] + [[s["by_type"][k][c] for c in ("tp", "fp", "fn")] for k in OP_KINDS]
-        out.setdefault(rec["subject"], np.zeros((len(KINDS), 3), dtype=np.int64))
-        out[rec["subject"]] += np.array(rows)
+        out[rec["subject"]] = out.get(rec["subject"], 0) + counts_array(
+            lambda kind, c: s[c] if kind is None else s["by_type"][kind][c])
     return out
 
 
@@ -65,13 +68,10 @@ def ledger_rows_counts(path: Path, system: str) -> dict[str, np.ndarray]:
     out: dict[str, np.ndarray] = {}
     for line in path.read_text().splitlines():
         row = json.loads(line)
-        if row["system"] != system:
-            continue
-        key = f"{row['seed']}/{row['persona']}"
-        counts = [[row[f"op_{c}"] for c in ("tp", "fp", "fn")]]
-        counts += [[row[f"op_{k}_{c}"] for c in ("tp", "fp", "fn")] for k in OP_KINDS]
-        out.setdefault(key, np.zeros((len(KINDS), 3), dtype=np.int64))
-        out[key] += np.array(counts)
+        if row["system"] == system:
+            key = f"{row['seed']}/{row['persona']}"
+            out[key] = out.get(key, 0) + counts_array(
+                lambda kind, c: row[f"op_{c}"] if kind is None else row[f"op_{kind}_{c}"])
     return out
 
 
@@ -79,6 +79,13 @@ def pooled_f1(counts: np.ndarray) -> np.ndarray:
     """Micro F1 per kind from summed counts: ``counts`` is [persona, kind, 3]."""
     tp, fp, fn = counts.sum(axis=0).T
     return np.array([prf(int(a), int(b), int(c))["f1"] for a, b, c in zip(tp, fp, fn)])
+
+
+def persona_interval(n: int, statistic, args: argparse.Namespace) -> list[list[float]]:
+    """95 % percentile interval per kind of ``statistic(persona indices)``, personas resampled."""
+    res = stats.bootstrap((np.arange(n),), statistic, vectorized=False, n_resamples=args.resamples,
+                          method="percentile", confidence_level=0.95, random_state=np.random.default_rng(args.seed))
+    return [[round(float(lo), 3), round(float(hi), 3)] for lo, hi in zip(res.confidence_interval.low, res.confidence_interval.high)]
 
 
 def main() -> None:
@@ -108,18 +115,11 @@ def main() -> None:
             a_by[key], b_by[key] = a_by.get(key, 0) + ca[name], b_by.get(key, 0) + cb[name]
     a, b = np.stack([a_by[k] for k in sorted(a_by)]), np.stack([b_by[k] for k in sorted(b_by)])
     fa, fb = pooled_f1(a), pooled_f1(b)
-
-    def diff(x, y):  # x, y: the same resample of persona indices (paired), one resample per call
-        return pooled_f1(b[y]) - pooled_f1(a[x])
-
-    idx = np.arange(len(a))
-    res = stats.bootstrap((idx, idx), diff, paired=True, vectorized=False, n_resamples=args.resamples, method="percentile",
-                          confidence_level=0.95, random_state=np.random.default_rng(args.seed))
+    ci = persona_interval(len(a), lambda i: pooled_f1(b[i]) - pooled_f1(a[i]), args)  # paired: one index draw
     out = {"personas": len(a)}
     for k, kind in enumerate(KINDS):
         out[kind] = {"a": round(float(fa[k]), 3), "b": round(float(fb[k]), 3), "b_minus_a": round(float(fb[k] - fa[k]), 3),
-                     "ci95": [round(float(res.confidence_interval.low[k]), 3), round(float(res.confidence_interval.high[k]), 3)],
-                     "a_counts": a[:, k].sum(axis=0).tolist(), "b_counts": b[:, k].sum(axis=0).tolist()}
+                     "ci95": ci[k], "a_counts": a[:, k].sum(axis=0).tolist(), "b_counts": b[:, k].sum(axis=0).tolist()}
     print(json.dumps(out, indent=1))
 
 
@@ -132,14 +132,10 @@ def one_run(args: argparse.Namespace) -> None:
     if not rows:
         raise SystemExit(f"no rows of system {args.system!r} in {[str(p) for p in args.ledgers]}")
     c = np.stack([rows[k] for k in sorted(rows)])
-    res = stats.bootstrap((np.arange(len(c)),), lambda i: pooled_f1(c[i]), vectorized=False,
-                          n_resamples=args.resamples, method="percentile", confidence_level=0.95,
-                          random_state=np.random.default_rng(args.seed))
-    f = pooled_f1(c)
+    f, ci = pooled_f1(c), persona_interval(len(c), lambda i: pooled_f1(c[i]), args)
     out = {"system": args.system, "personas": len(c)}
     for k, kind in enumerate(KINDS):
-        out[kind] = {"f1": round(float(f[k]), 3), "counts": c[:, k].sum(axis=0).tolist(),
-                     "ci95": [round(float(res.confidence_interval.low[k]), 3), round(float(res.confidence_interval.high[k]), 3)]}
+        out[kind] = {"f1": round(float(f[k]), 3), "counts": c[:, k].sum(axis=0).tolist(), "ci95": ci[k]}
     print(json.dumps(out, indent=1))
 
 
