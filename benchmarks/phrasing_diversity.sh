@@ -29,8 +29,12 @@
 #   BASE_POLICY=DIR  an adapter already trained with the shipped recipe (a default run's
 #                    results/train/SEED) as `base`, instead of training one; then `base` is also
 #                    scored on `in`, since the committed in-distribution figures are 600-step ones.
+#   READER_ONLY=1    train and score the reader only (no policy); with BASE_READER=DIR (a default
+#                    run's results/train_reader/SEED, or another reader) as `base`, scored on `in`
+#                    and `held` beside `diverse`.
 set -euo pipefail
 work=$1 what=$2 seed=${SEED:-137} steps=${STEPS:-600} policy_only=${POLICY_ONLY:-0} base_policy=${BASE_POLICY:-}
+reader_only=${READER_ONLY:-0} base_reader=${BASE_READER:-}
 model=${MODEL:-resources/models/smollm2-135m}
 bench=$(dirname "$0")
 gen() {  # gen OUT [--phrasings FILE]: the default profile's train split of seed 137
@@ -44,12 +48,15 @@ case $what in
     if [ "$what" = base ]; then gen "$work/data-base"; else gen "$work/data-diverse" --phrasings "$work/cat/diverse.yaml"; fi
     source "$bench/task_sft.sh"
     # The recipes of benchmarks/policy_only.sh and reader_only.sh (STEPS steps, no snapshots), side by side.
-    ( task_sft "$work/data-$what" "$work/$what-policy" $seed "$model" 0.5 consolidate
-      if [ "$what" = base ] && [ -n "$base_policy" ]; then ln -sfn "$(realpath "$base_policy")" "$work/base-policy/adapter"
-      else train_recipe "$work/$what-policy/sft" "$model" $seed $steps 0 "$work/$what-policy" "$work/$what-policy/adapter"; fi ) &
+    if [ "$reader_only" != 1 ]; then
+      ( task_sft "$work/data-$what" "$work/$what-policy" $seed "$model" 0.5 consolidate
+        if [ "$what" = base ] && [ -n "$base_policy" ]; then ln -sfn "$(realpath "$base_policy")" "$work/base-policy/adapter"
+        else train_recipe "$work/$what-policy/sft" "$model" $seed $steps 0 "$work/$what-policy" "$work/$what-policy/adapter"; fi ) &
+    fi
     if [ "$policy_only" != 1 ]; then
       task_sft "$work/data-$what" "$work/$what-reader" $seed "$model" 2.0 answer
-      train_recipe "$work/$what-reader/sft" "$model" $seed $steps 0 "$work/$what-reader" "$work/$what-reader/adapter"
+      if [ "$what" = base ] && [ -n "$base_reader" ]; then ln -sfn "$(realpath "$base_reader")" "$work/base-reader/adapter"
+      else train_recipe "$work/$what-reader/sft" "$model" $seed $steps 0 "$work/$what-reader" "$work/$what-reader/adapter"; fi
     fi
     wait
     ;;
@@ -63,14 +70,15 @@ case $what in
     # The base adapters on `in` are the shipped recipe's seed-137 numbers of benchmarks/policy-levers.md
     # and reader-levers.md (the base policy's run saw the same 134,527 tokens): not scored again.
     if [ "$what" = score-base ]; then items="base:held"; else items="base:held diverse:held diverse:in"; fi
-    if [ -n "$base_policy" ] && [ "$what" = score ]; then items="$items base:in"; fi
+    if { [ -n "$base_policy" ] || [ -n "$base_reader" ]; } && [ "$what" = score ]; then items="$items base:in"; fi
     for item in $items; do
       cond=${item%:*} set=${item#*:}
-      if [ $set = in ]; then data=$work/data-base; sft=$work/base-policy/sft; n=40; views=oracle
+      if [ $set = in ] && [ "$reader_only" = 1 ]; then data=$work/data-base; sft=$work/base-reader/sft; views=oracle
+      elif [ $set = in ]; then data=$work/data-base; sft=$work/base-policy/sft; n=40; views=oracle
       else data=$work/data-held; sft=$work/held-sft/sft; n=0; views="oracle full"; fi
       # Policy: the final adapter (trained without snapshots), with and without the grammar; 40
       # sessions on `in` (as benchmarks/policy-levers.md), all 80 of the 10 personas on `held`.
-      [ -f "$work/score/policy-$cond-$set.log" ] || OMP_NUM_THREADS=1 clerk learning-curve \
+      [ "$reader_only" = 1 ] || [ -f "$work/score/policy-$cond-$set.log" ] || OMP_NUM_THREADS=1 clerk learning-curve \
         --timelines "$data/results/data/$seed/train.jsonl" --sft "$sft" --model "$model" --adapter "$work/$cond-policy/adapter" \
         --sessions $n --max-new-tokens 64 --batch-size 16 --dtype float32 --threads 1 \
         --out "$work/score/policy-$cond-$set.csv" > "$work/score/policy-$cond-$set.log" 2>&1 &
