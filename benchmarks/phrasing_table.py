@@ -6,7 +6,9 @@ DIR holds ``policy-{base,diverse}-{in,held}.csv`` (``clerk learning-curve``) and
 ``reader-{base,diverse}-{in,held}.json`` (``benchmarks/reader_calibration.py``), as written by
 ``benchmarks/phrasing_diversity.sh WORK score`` into WORK/score. The base adapters on the shipped
 phrasings are the same recipe's committed seed-137 records (``REFERENCE``: the base policy's run
-here saw the same 134,527 tokens as ``policy-only-600.csv``'s). Missing files print as "n/a".
+here saw the same 134,527 tokens as ``policy-only-600.csv``'s); they stand in only for a folder of
+that seed (or one without reader records to tell), never for another seed's. Missing files print
+as "n/a".
 Reader accuracies are under the shipped scoring rule (contextual calibration ``pmi 0.25``).
 """
 
@@ -22,12 +24,22 @@ SETS = {"in": "shipped phrasings", "held": "held-out new phrasings"}
 RULE = "pmi 0.25"
 HERE = Path(__file__).resolve().parent
 REFERENCE = {"policy-base-in.csv": HERE / "policy-only-600.csv", "reader-base-in.json": HERE / "reader-only-600.json"}
+REFERENCE_SEED = 137
+
+
+def folder_seed(folder: Path) -> int | None:
+    """The seed of the folder's reader records (None when it has none)."""
+    for path in sorted(folder.glob("reader-*.json")):
+        return json.loads(path.read_text())["seed"]
+    return None
 
 
 def find(folder: Path, name: str) -> Path:
-    """WORK/score/NAME, else its committed reference record (base adapters on shipped phrasings)."""
+    """WORK/score/NAME, else its committed seed-137 reference record (base adapters on shipped phrasings)."""
     path = folder / name
-    return path if path.is_file() or name not in REFERENCE else REFERENCE[name]
+    if path.is_file() or name not in REFERENCE or folder_seed(folder) not in (None, REFERENCE_SEED):
+        return path
+    return REFERENCE[name]
 TYPES = ("unknown", "current", "superseded", "negated", "temporal")
 
 
