@@ -89,8 +89,8 @@ MEASURED = {
     "erasure": (219.09, 2498.74),
     "generate_forget": (1.22, 31.0),
     "build_sft_reader": (31.96, 386.58),
-    # Measured at 600 steps (1253.1 s, 3325.6 MB; the run of 2026-12-02); 1200 steps take twice that.
-    "train_reader": (2506.2, 3325.6),
+    # Measured at 1200 steps in the run of 2026-12-04 (a slower VM than 2026-12-03's).
+    "train_reader": (1961.2, 3418.9),
 }
 UNMEASURED = (300.0, 1024.0)
 # Model jobs claim the GPU (see GPU_CLAIM above); others never do.
