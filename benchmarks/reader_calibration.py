@@ -98,7 +98,7 @@ def main() -> None:
     reader = runtime.reader()
     fixed = {prompts.UNKNOWN_ANSWER, prompts.NEGATED_ANSWER}
     null_cache: dict[tuple, list[tuple[float, int]]] = {}
-    rows = []  # (system, type, gold index, options, cond scores, null scores)
+    rows = []  # (system, type, gold index, options, cond scores, null scores, persona)
     for system, persona, questions, views in records:
         groups = defaultdict(list)
         for k, text in enumerate(views):
@@ -111,7 +111,7 @@ def main() -> None:
             key = (q["question"], tuple(q["options"]))
             if key not in null_cache:
                 null_cache[key] = option_scores(reader, "", [q])[0]
-            rows.append((system, q["type"], q["options"].index(q["answer"]), q["options"], cond[k], null_cache[key]))
+            rows.append((system, q["type"], q["options"].index(q["answer"]), q["options"], cond[k], null_cache[key], persona))
         print(f"{system} {persona}: {len(rows)} questions read, {time.perf_counter() - start:.0f} s", file=sys.stderr)
 
     rules = {"mean": lambda c, n, o: [m for m, _ in c],
@@ -136,13 +136,13 @@ def main() -> None:
         result["n_questions"][system] = len(mine)
         for name, rule in rules.items():
             by_type = defaultdict(list)
-            for _s, qtype, gold, options, c, n in mine:
+            for _s, qtype, gold, options, c, n, _p in mine:
                 by_type[qtype].append(pick(rule(c, n, options)) == gold)
             acc = {t: round(sum(v) / len(v), 3) for t, v in sorted(by_type.items())}
             acc["all"] = round(sum(sum(v) for v in by_type.values()) / len(mine), 3)
             acc["worst type"] = min(v for t, v in acc.items() if t != "all")
             result["accuracy"].setdefault(system, {})[name] = acc
-    result["rows"] = [{"system": r[0], "type": r[1], "gold": r[2], "options": r[3], "cond": r[4], "null": r[5]}
+    result["rows"] = [{"system": r[0], "type": r[1], "gold": r[2], "options": r[3], "cond": r[4], "null": r[5], "persona": r[6]}
                       for r in rows]  # raw scores: (mean log-prob, tokens) per option, for further rules
     args.out.write_text(json.dumps(result) + "\n")  # one line: the raw rows are most of it
     for system, table in result["accuracy"].items():

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# The shipped default run (issue 19) in one command, started from the root of a checkout of main:
+#
+#   benchmarks/next-run/ship.sh RUN [PATCH ...]        (MAX_MINUTES=150 by default)
+#
+# 1. Clone this checkout's HEAD into RUN (a new directory), apply each PATCH there and commit them
+#    on branch `ship-run` (no patch: the branch is HEAD itself).
+# 2. Set up (`make setup`) and probe the machine: seed 137's policy SFT set, then two 60-step
+#    trainings of the policy recipe side by side, one thread each (how the run pairs its training
+#    jobs). The run's wall time is projected from the 2026-12-04 run (140.7 min on a Xeon VM whose
+#    policy jobs trained at 158 tokens/s each, two side by side); the script stops there when the
+#    projection exceeds MAX_MINUTES, since a session that ends mid-run loses the run.
+# 3. Remove what the probe made (results/, resources/models/, resources/checkpoints/), so every job
+#    of the DAG runs and nothing resumes, then `make paper`, with its start and end noted.
+# 4. Write benchmarks/default-run.md from the run's own files, copy results/table1*.md into the
+#    README's table blocks (tests/test_readme.py compares them), and commit the small outputs that
+#    main tracks under results/ together with paper/, README.md and benchmarks/default-run.md.
+#
+# Then, by hand: read the rendered paper (issue 19, item 3), check `snakemake -n` in RUN says
+# "Nothing to be done", and take the branch into main:
+#   git fetch RUN ship-run && git merge --ff-only FETCH_HEAD
+set -euo pipefail
+run=${1:?usage: benchmarks/next-run/ship.sh RUN [PATCH ...]}
+shift
+max_minutes=${MAX_MINUTES:-150}
+[ -e "$run" ] && { echo "ship.sh: $run exists; give a new directory" >&2; exit 2; }
+patches=()
+for p in "$@"; do patches+=("$(realpath "$p")"); done
+
+git clone -q . "$run"
+cd "$run"
+git checkout -q -b ship-run
+for p in "${patches[@]}"; do git apply "$p"; done
+if [ ${#patches[@]} -gt 0 ]; then
+  git add -A && git commit -qm "Ship run: $(for p in "${patches[@]}"; do basename "$p"; done | paste -sd' ')"
+fi
+make setup
+
+# -- 2. probe
+probe=$(mktemp -d)
+.venv/bin/snakemake --cores 2 --quiet rules results/sft/137 > "$probe/sft.log" 2>&1
+flags="--lr 1e-3 --max-steps 60 --batch-size 1 --grad-accum 1 --max-length 1024 --lora-r 16 --lora-alpha 32
+  --lora-dropout 0 --bf16 off --save-steps 1000 --snapshot-steps 0 --no-eval --threads 1"
+for lane in a b; do
+  # shellcheck disable=SC2086
+  OMP_NUM_THREADS=1 .venv/bin/clerk train --sft results/sft/137 --model resources/models/smollm2-135m --seed 137 \
+    $flags --checkpoint-dir "$probe/ck-$lane" --out "$probe/out-$lane" > "$probe/$lane.log" 2>&1 &
+done
+wait
+projected=$(.venv/bin/python - "$probe" <<'EOF'
+import json, sys
+rates = []
+for lane in "ab":
+    m = json.load(open(f"{sys.argv[1]}/out-{lane}/metrics.json"))
+    rates.append(m["tokens_seen"] / m["seconds_this_run"])
+print(f"{140.7 * 158 / (sum(rates) / 2):.0f}")
+print(f"probe: {rates[0]:.0f} and {rates[1]:.0f} tokens/s per job, side by side", file=sys.stderr)
+EOF
+)
+echo "projected wall time of the default run: ~$projected min (limit $max_minutes)"
+if [ "$projected" -gt "$max_minutes" ]; then
+  echo "ship.sh: stopping before the run: too slow a machine for one session (MAX_MINUTES=$max_minutes)" >&2
+  exit 3
+fi
+
+# -- 3. the run, from nothing
+rm -rf results resources/models resources/checkpoints logs benchmarks/runs .snakemake
+mkdir results && git checkout -q -- results/.gitkeep  # no shipped output left for Snakemake to take as done
+start=$(date +%s)
+make paper
+end=$(date +%s)
+echo "default run: $(( (end - start) / 60 )) min"
+
+# -- 4. the record
+.venv/bin/python benchmarks/default_run_report.py --run . --start "$start" --end "$end" --out benchmarks/default-run.md
+.venv/bin/python - <<'EOF'
+import re
+from pathlib import Path
+readme = Path("README.md")
+text = readme.read_text(encoding="utf-8")
+for name in ("table1", "table1_cost"):
+    body = Path(f"results/{name}.md").read_text(encoding="utf-8").strip()
+    text, n = re.subn(rf"(<!-- {name}:begin -->\n).*?(<!-- {name}:end -->)", lambda m: m[1] + body + "\n" + m[2],
+                      text, flags=re.S)
+    assert n == 1, f"README has no {name} block"
+readme.write_text(text, encoding="utf-8")
+EOF
+git ls-files -z results | xargs -0 git add -f -A --
+git add paper README.md benchmarks/default-run.md
+git commit -qm "Shipped default run: $(( (end - start) / 60 )) min, every job from nothing"
+echo "committed on ship-run in $run; untracked outputs the run made (add any that belong in the record):"
+git status --short --ignored results | grep -v '^!! results/\(data\|eval\|erasure\|train\|train_reader\|sft\|sft_reader\|curve\|streams\|readcost\|eviction\|locomo\)/' | head -20
