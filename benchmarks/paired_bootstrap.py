@@ -19,6 +19,12 @@ independent (a drifted ledger carries over), so the persona is the unit.
 The pooled counts printed (``a_counts`` / ``b_counts``: tp, fp, fn) equal the runs' own summaries
 (``closed.json``) summed over seeds.
 
+``--reads A.json B.json`` compares two readers instead: the files of ``benchmarks/reader_calibration.py``
+(the same questions read by each), re-scored with one rule (``--pmi``, the shipped 0.25 by default),
+accuracy per system and question type, and the paired persona-bootstrap interval of B - A:
+
+    python benchmarks/paired_bootstrap.py --reads base.json lever.json
+
 ``--ledgers`` instead takes an evaluation's per-write rows (``results/eval/SEED/SPLIT/ledgers.jsonl``
 of a default run, one per seed) and gives one system's pooled F1 with a 95 % persona-bootstrap
 interval (not paired; the uncertainty of a shipped figure, not a choice made on it):
@@ -75,6 +81,48 @@ def ledger_rows_counts(path: Path, system: str) -> dict[str, np.ndarray]:
     return out
 
 
+TYPES = ("all", "current", "negated", "superseded", "temporal", "unknown")
+
+
+def read_counts(path: Path, pmi: float) -> dict[tuple[str, str], np.ndarray]:
+    """``{(system, persona): array[type, (correct, asked)]}`` from a reader_calibration.py file,
+    each question answered by the rule "mean log-prob minus ``pmi`` x its empty-view score"."""
+    from clerk.scoring.mc import pick
+
+    out: dict[tuple[str, str], np.ndarray] = {}
+    for row in json.loads(path.read_text())["rows"]:
+        right = pick([m - pmi * n for (m, _), (n, _) in zip(row["cond"], row["null"])]) == row["gold"]
+        counts = out.setdefault((row["system"], row["persona"]), np.zeros((len(TYPES), 2), dtype=np.int64))
+        for t in ("all", row["type"]):
+            counts[TYPES.index(t)] += (int(right), 1)
+    return out
+
+
+def accuracy(counts: np.ndarray) -> np.ndarray:
+    """Pooled accuracy per type from ``counts`` [persona, type, 2]."""
+    right, asked = counts.sum(axis=0).T
+    return right / np.maximum(asked, 1)
+
+
+def two_readers(args: argparse.Namespace) -> None:
+    """Paired accuracy difference B - A per system and question type, personas resampled."""
+    a_by, b_by = read_counts(args.reads[0], args.pmi), read_counts(args.reads[1], args.pmi)
+    if set(a_by) != set(b_by):
+        raise SystemExit(f"the two files read different (system, persona) pairs: {sorted(set(a_by) ^ set(b_by))[:5]}")
+    out = {"pmi": args.pmi}
+    for system in sorted({s for s, _ in a_by}):
+        keys = sorted(k for k in a_by if k[0] == system)
+        a, b = np.stack([a_by[k] for k in keys]), np.stack([b_by[k] for k in keys])
+        if (a[:, :, 1] != b[:, :, 1]).any():
+            raise SystemExit(f"{system}: the two files asked different questions of some persona")
+        fa, fb = accuracy(a), accuracy(b)
+        ci = persona_interval(len(a), lambda i: accuracy(b[i]) - accuracy(a[i]), args)
+        out[system] = {"personas": len(a), **{t: {"n": int(a[:, k, 1].sum()), "a": round(float(fa[k]), 3),
+                                                   "b": round(float(fb[k]), 3), "b_minus_a": round(float(fb[k] - fa[k]), 3),
+                                                   "ci95": ci[k]} for k, t in enumerate(TYPES)}}
+    print(json.dumps(out, indent=1))
+
+
 def pooled_f1(counts: np.ndarray) -> np.ndarray:
     """Micro F1 per kind from summed counts: ``counts`` is [persona, kind, 3]."""
     tp, fp, fn = counts.sum(axis=0).T
@@ -95,11 +143,16 @@ def main() -> None:
     ap.add_argument("--b", type=Path, nargs="+", help="run B's programs.jsonl, one per seed, same order")
     ap.add_argument("--ledgers", type=Path, nargs="+", help="instead: an evaluation's ledgers.jsonl per seed")
     ap.add_argument("--system", default="clerk", help="the system whose rows --ledgers reads")
+    ap.add_argument("--reads", type=Path, nargs=2, metavar=("A", "B"),
+                    help="instead: two readers' reader_calibration.py files over the same questions")
+    ap.add_argument("--pmi", type=float, default=0.25, help="--reads: the scoring rule's PMI weight")
     ap.add_argument("--resamples", type=int, default=9999)
     ap.add_argument("--seed", type=int, default=0, help="the bootstrap's random seed")
     args = ap.parse_args()
     if args.ledgers:
         return one_run(args)
+    if args.reads:
+        return two_readers(args)
     if not args.timelines or not args.a or not args.b:
         ap.error("give --timelines, --a and --b (a paired comparison) or --ledgers (one run's interval)")
     if not len(args.timelines) == len(args.a) == len(args.b):
