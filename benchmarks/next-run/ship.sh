@@ -38,7 +38,7 @@ make setup
 
 # -- 2. probe
 probe=$(mktemp -d)
-.venv/bin/snakemake --cores 2 --quiet rules results/sft/137 > "$probe/sft.log" 2>&1
+.venv/bin/snakemake --cores 2 results/sft/137 > "$probe/sft.log" 2>&1
 flags="--lr 1e-3 --max-steps 60 --batch-size 1 --grad-accum 1 --max-length 1024 --lora-r 16 --lora-alpha 32
   --lora-dropout 0 --bf16 off --save-steps 1000 --snapshot-steps 0 --no-eval --threads 1"
 for lane in a b; do
