@@ -29,6 +29,7 @@ for p in "$@"; do patches+=("$(realpath "$p")"); done
 
 git clone -q . "$run"
 cd "$run"
+export PATH="$PWD/.venv/bin:$PATH"  # the rules call `clerk` (as `make paper` arranges)
 git checkout -q -b ship-run
 for p in "${patches[@]}"; do git apply "$p"; done
 if [ ${#patches[@]} -gt 0 ]; then
