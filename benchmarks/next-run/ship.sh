@@ -58,7 +58,8 @@ print(f"{140.7 * 158 / (sum(rates) / 2):.0f}")
 print(f"probe: {rates[0]:.0f} and {rates[1]:.0f} tokens/s per job, side by side", file=sys.stderr)
 EOF
 )
-echo "projected wall time of the default run: ~$projected min (limit $max_minutes)"
+rm -rf "$probe"
+echo "projected wall time of the default run: ~$projected min (limit $max_minutes; the probe assumes an idle machine)"
 if [ "$projected" -gt "$max_minutes" ]; then
   echo "ship.sh: stopping before the run: too slow a machine for one session (MAX_MINUTES=$max_minutes)" >&2
   exit 3
