@@ -40,12 +40,10 @@ make setup
 # -- 2. probe
 probe=$(mktemp -d)
 .venv/bin/snakemake --cores 2 results/sft/137 > "$probe/sft.log" 2>&1
-flags="--lr 1e-3 --max-steps 60 --batch-size 1 --grad-accum 1 --max-length 1024 --lora-r 16 --lora-alpha 32
-  --lora-dropout 0 --bf16 off --save-steps 1000 --snapshot-steps 0 --no-eval --threads 1"
+source benchmarks/task_sft.sh  # train_recipe: the benchmarks' one copy of the training flags
 for lane in a b; do
-  # shellcheck disable=SC2086
-  OMP_NUM_THREADS=1 .venv/bin/clerk train --sft results/sft/137 --model resources/models/smollm2-135m --seed 137 \
-    $flags --checkpoint-dir "$probe/ck-$lane" --out "$probe/out-$lane" > "$probe/$lane.log" 2>&1 &
+  mkdir -p "$probe/$lane"
+  train_recipe results/sft/137 resources/models/smollm2-135m 137 60 0 "$probe/$lane" "$probe/out-$lane" &
 done
 wait
 projected=$(.venv/bin/python - "$probe" <<'EOF'
