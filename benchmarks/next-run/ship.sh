@@ -2,6 +2,7 @@
 # The shipped default run (issue 19) in one command, started from the root of a checkout of main:
 #
 #   benchmarks/next-run/ship.sh RUN [PATCH ...]        (MAX_MINUTES=150 by default)
+#   PROBE=0 benchmarks/next-run/ship.sh RUN [PATCH ...]  (no probe: the run starts whatever its length)
 #
 # 1. Clone this checkout's HEAD into RUN (a new directory), apply each PATCH there and commit them
 #    on branch `ship-run` (no patch: the branch is HEAD itself).
@@ -38,6 +39,7 @@ fi
 make setup
 
 # -- 2. probe
+if [ "${PROBE:-1}" != 0 ]; then
 probe=$(mktemp -d)
 .venv/bin/snakemake --cores 2 results/sft/137 > "$probe/sft.log" 2>&1
 source benchmarks/task_sft.sh  # train_recipe: the benchmarks' one copy of the training flags
@@ -61,6 +63,9 @@ echo "projected wall time of the default run: ~$projected min (limit $max_minute
 if [ "$projected" -gt "$max_minutes" ]; then
   echo "ship.sh: stopping before the run: too slow a machine for one session (MAX_MINUTES=$max_minutes)" >&2
   exit 3
+fi
+else
+  echo "ship.sh: PROBE=0: no probe; the run starts whatever its length"
 fi
 
 # -- 3. the run, from nothing
