@@ -38,17 +38,17 @@ if [ ${#patches[@]} -gt 0 ]; then
 fi
 make setup
 
-# -- 2. probe
-if [ "${PROBE:-1}" != 0 ]; then
-probe=$(mktemp -d)
-.venv/bin/snakemake --cores 2 results/sft/137 > "$probe/sft.log" 2>&1
-source benchmarks/task_sft.sh  # train_recipe: the benchmarks' one copy of the training flags
-for lane in a b; do
-  mkdir -p "$probe/$lane"
-  train_recipe results/sft/137 resources/models/smollm2-135m 137 60 0 "$probe/$lane" "$probe/out-$lane" &
-done
-wait
-projected=$(.venv/bin/python - "$probe" <<'EOF'
+# -- 2. probe (skipped with PROBE=0)
+probe_or_stop() {
+  probe=$(mktemp -d)
+  .venv/bin/snakemake --cores 2 results/sft/137 > "$probe/sft.log" 2>&1
+  source benchmarks/task_sft.sh  # train_recipe: the benchmarks' one copy of the training flags
+  for lane in a b; do
+    mkdir -p "$probe/$lane"
+    train_recipe results/sft/137 resources/models/smollm2-135m 137 60 0 "$probe/$lane" "$probe/out-$lane" &
+  done
+  wait
+  projected=$(.venv/bin/python - "$probe" <<'EOF'
 import json, sys
 rates = []
 for lane in "ab":
@@ -57,15 +57,18 @@ for lane in "ab":
 print(f"{140.7 * 158 / (sum(rates) / 2):.0f}")
 print(f"probe: {rates[0]:.0f} and {rates[1]:.0f} tokens/s per job, side by side", file=sys.stderr)
 EOF
-)
-rm -rf "$probe"
-echo "projected wall time of the default run: ~$projected min (limit $max_minutes; the probe assumes an idle machine)"
-if [ "$projected" -gt "$max_minutes" ]; then
-  echo "ship.sh: stopping before the run: too slow a machine for one session (MAX_MINUTES=$max_minutes)" >&2
-  exit 3
-fi
-else
+  )
+  rm -rf "$probe"
+  echo "projected wall time of the default run: ~$projected min (limit $max_minutes; the probe assumes an idle machine)"
+  if [ "$projected" -gt "$max_minutes" ]; then
+    echo "ship.sh: stopping before the run: too slow a machine for one session (MAX_MINUTES=$max_minutes)" >&2
+    exit 3
+  fi
+}
+if [ "${PROBE:-1}" = 0 ]; then
   echo "ship.sh: PROBE=0: no probe; the run starts whatever its length"
+else
+  probe_or_stop
 fi
 
 # -- 3. the run, from nothing
