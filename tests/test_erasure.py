@@ -227,6 +227,19 @@ class TestSystemForget:
         text = system.view(out, {"name": "Ari"}, {"index": 2}, {"question": "Where?"}).text
         assert not leaked_values(text, ["Rome", "Oslo", "Lima"]) and "chef" in text
 
+    @pytest.mark.parametrize("name", ["clerk", "prompted-ledger", "oracle"])
+    def test_ledger_forget_frees_a_misfiled_copy(self, name, tokenizer):
+        """A forgotten value the writer filed under another predicate goes too (the 2026-12-04 run's
+        leak: `deadline: the mobile app` beside `work_project`); an unrelated slot stays."""
+        ledger = [{"i": 0, "s": "Ari", "p": "work_project", "o": "the mobile app", "prev": None, "v": 0, "born": 0, "t": 2, "uses": 0},
+                  {"i": 1, "s": "Ari", "p": "deadline", "o": "the mobile app", "prev": None, "v": 1, "born": 2, "t": 2, "uses": 0},
+                  {"i": 2, "s": "Ari", "p": "job", "o": "chef", "prev": "the customer survey", "v": 1, "born": 0, "t": 3, "uses": 0}]
+        system = MEMORY_REGISTRY.get(name)(_runtime(tokenizer))
+        out = system.forget(ledger, {"name": "Ari"}, "work_project", ["the customer survey", "the mobile app"])
+        assert out[:2] == [{"i": 0}, {"i": 1}] and out[2]["o"] == "chef" and out[2]["prev"] is None
+        text = system.view(out, {"name": "Ari"}, {"index": 3}, {"question": "What?"}).text
+        assert not leaked_values(text, ["the customer survey", "the mobile app"]) and "chef" in text
+
     @pytest.mark.parametrize("name", ["full", "window", "rag", "add-only"])
     def test_forget_equals_never_having_heard_the_value(self, name, timelines, tokenizer):
         """forget(write(sessions)) holds what write(redacted sessions) holds: the same views, and for

@@ -175,6 +175,22 @@ class TestForget:
         assert "chef" in everything and "I cook" in everything  # the other predicate stays
         assert "Lisbon" in texts(store, "Bo")  # other subjects are untouched
 
+    def test_a_copy_filed_under_another_predicate_goes_too(self, store):
+        """A writer that also filed the value under another predicate leaves no copy: that slot is
+        freed, a ``prev`` holding it cleared, and its value record dropped; an unrelated slot stays."""
+        consolidate(store, "Ari", [add("work_project", "the mobile app"), add("deadline", "the mobile app"),
+                                   add("job", "chef")], "The mobile app; I cook.")
+        consolidate(store, "Ari", [update(2, "job", "baker")], "Now a baker.")
+        consolidate(store, "Ari", [update(2, "job", "the mobile app tester")], "Testing the mobile app.")
+        report = store.forget("Ari", "work_project")
+        assert report.slots == 3
+        assert [slot.get("o") for slot in store.read("Ari").ledger] == [None, None, None, None]
+        assert store.forget("Ari", "deadline").values == 0  # its record went with the copy
+        consolidate(store, "Ari", [add("job", "chef")], "I cook again.")
+        consolidate(store, "Ari", [update(0, "job", "baker")], "A baker again.")
+        store.forget("Ari", "work_project", values=["chef"])
+        assert store.read("Ari").ledger[0]["o"] == "baker" and store.read("Ari").ledger[0]["prev"] is None
+
     def test_the_value_record_is_erased_too(self, store):
         """A second forget of the predicate has nothing left to scrub: the record went with the first."""
         self._history(store)

@@ -22,9 +22,9 @@ Every system implements ``MemorySystem.forget(state, timeline, pred, values)`` w
 
 from __future__ import annotations
 
-from clerk.store.scrub import REDACTED, free_predicate, redact, value_pattern
+from clerk.store.scrub import REDACTED, free_predicate, free_values, redact, value_pattern
 
-__all__ = ["FORGET_ACTIONS", "REDACTED", "free_predicate", "redact", "redact_indexed", "scrub_session", "value_pattern"]
+__all__ = ["FORGET_ACTIONS", "REDACTED", "free_predicate", "free_values", "redact", "redact_indexed", "scrub_session", "value_pattern"]
 
 #: ``MemorySystem.forget_action`` values -> what the paper's table calls them.
 FORGET_ACTIONS = {"free-slot": "slot freed", "redact": "values redacted", "nothing": "nothing stored"}

@@ -27,7 +27,7 @@ from typing import Any
 from clerk import ledger as L
 from clerk import prompts
 from clerk.memory.base import MemorySystem, View, WriteResult
-from clerk.memory.forgetting import free_predicate
+from clerk.memory.forgetting import free_predicate, free_values
 from clerk.metrics import lenient_reduce
 
 
@@ -91,8 +91,9 @@ class LedgerSystem(MemorySystem):
     forget_action = "free-slot"
 
     def forget(self, state: list, timeline: dict, pred: str, values: list[str]) -> list:
-        """Free every slot of ``pred`` (value and ``prev`` go with it; :mod:`clerk.memory.forgetting`)."""
-        return free_predicate(state, pred)
+        """Free every slot of ``pred`` (value and ``prev`` go with it; :mod:`clerk.memory.forgetting`),
+        and every copy of a forgotten value the writer filed under another predicate."""
+        return free_values(free_predicate(state, pred), values)
 
 
 class ModelLedgerSystem(LedgerSystem):

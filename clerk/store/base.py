@@ -238,8 +238,10 @@ class Store(abc.ABC):
         to fence consolidations that read before it. Either way the erase generation advances in
         the same transaction, and the call returns only once that transaction is durable.
 
-        Not erased: other subjects, and a slot of another predicate of this subject that holds
-        the same string (a different fact; its value is redacted in texts all the same).
+        A slot of another predicate of this subject whose value holds a forgotten value (whole
+        word, any case) is freed too, and such a ``prev`` cleared: a learned writer can file a
+        value under the wrong predicate, and the value must still leave the ledger (SPEC §9).
+        Not erased: other subjects.
         """
 
     @abc.abstractmethod

@@ -86,7 +86,7 @@ def published_values(ledger: Iterable[dict]) -> set[tuple[str, str]]:
 def free_predicate(ledger: list[dict], predicate: str, subject: str | None = None) -> list[dict]:
     """A copy of ``ledger`` with every occupied slot of ``predicate`` freed (of ``subject`` only,
     when given): the ledger part of a forget. ``o`` and ``prev`` go with the slot; other slots
-    are untouched (a slot of another predicate that holds the same string is a different fact).
+    are untouched (:func:`free_values` frees copies of the values filed under other predicates).
 
     >>> led = [{"i": 0, "s": "Ari", "p": "city", "o": "Oslo", "prev": "Rome", "v": 1, "born": 0, "t": 2, "uses": 1},
     ...        {"i": 1, "s": "Ari", "p": "job", "o": "chef", "prev": None, "v": 1, "born": 0, "t": 0, "uses": 0}]
@@ -99,4 +99,27 @@ def free_predicate(ledger: list[dict], predicate: str, subject: str | None = Non
     for slot in ledger:
         doomed = "s" in slot and slot["p"] == predicate and (subject is None or slot["s"] == subject)
         out.append({"i": slot["i"]} if doomed else dict(slot))
+    return out
+
+
+def free_values(ledger: list[dict], values: Iterable[str]) -> list[dict]:
+    """A copy of ``ledger`` with no forgotten value left in any slot, whatever its predicate: a slot
+    whose ``o`` holds one (whole word, any case) is freed, a ``prev`` that holds one is cleared. A
+    learned writer can file a value under the wrong predicate; a forget must still remove it.
+
+    >>> led = [{"i": 0, "s": "Ari", "p": "deadline", "o": "the app", "prev": None, "v": 1, "born": 0, "t": 2, "uses": 1},
+    ...        {"i": 1, "s": "Ari", "p": "job", "o": "chef", "prev": "the app", "v": 1, "born": 0, "t": 0, "uses": 0}]
+    >>> [(s.get("o"), s.get("prev")) for s in free_values(led, ["The App"])]
+    [(None, None), ('chef', None)]
+    """
+    pattern = value_pattern(values)
+    out = []
+    for slot in ledger:
+        slot = dict(slot)
+        if pattern is not None and "p" in slot:
+            if isinstance(slot["o"], str) and pattern.search(slot["o"]):
+                slot = {"i": slot["i"]}
+            elif isinstance(slot["prev"], str) and pattern.search(slot["prev"]):
+                slot["prev"] = None
+        out.append(slot)
     return out
