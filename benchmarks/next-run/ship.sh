@@ -88,6 +88,7 @@ EOF
     exit 3
   fi
 }
+
 # -- 3. the run, from nothing; or its continuation after a stop (RESUME=1)
 run_from_nothing() {
   rm -rf results resources/models resources/checkpoints logs benchmarks/runs .snakemake
