@@ -220,16 +220,16 @@ class SqlStore(Store):
         n_slots = db.run("DELETE FROM slots WHERE subject = ? AND p = ?", (subject, predicate))
         db.run("DELETE FROM published WHERE subject = ? AND predicate = ?", (subject, predicate))
         pattern = scrub.value_pattern(doomed)
-        n_slots += self._free_copies(db, doomed, subject)
+        n_slots += self._free_copies(db, doomed, pattern, subject)
         n_turns = self._redact(db, pattern, "turns", "content", ("session", "pos"), subject)
         n_derived = self._redact(db, pattern, "derived", "text", ("kind", "pos"), subject)
         return {"values": len(doomed), "slots": n_slots, "turns": n_turns, "derived": n_derived}
 
     @staticmethod
-    def _free_copies(db: Db, doomed: set[str], subject: str) -> int:
+    def _free_copies(db: Db, doomed: set[str], pattern: Any, subject: str) -> int:
         """Apply :func:`scrub.free_values` to ``subject``'s remaining slots (a slot holding a
-        forgotten value is freed, such a ``prev`` cleared) and drop those values' records; return
-        how many slots were freed."""
+        forgotten value is freed, such a ``prev`` cleared) and drop the records of values that
+        ``pattern`` (``doomed``'s, from the caller) matches; return how many slots were freed."""
         rows = db.all("SELECT i, p, o, prev FROM slots WHERE subject = ?", (subject,))
         slots = [{"i": i, "p": p, "o": o, "prev": prev} for i, p, o, prev in rows]
         kept = scrub.free_values(slots, doomed)
@@ -237,7 +237,6 @@ class SqlStore(Store):
         db.many("DELETE FROM slots WHERE subject = ? AND i = ?", freed)
         db.many("UPDATE slots SET prev = NULL WHERE subject = ? AND i = ?",
                 [(subject, old["i"]) for old, new in zip(slots, kept) if "p" in new and new["prev"] != old["prev"]])
-        pattern = scrub.value_pattern(doomed)
         records = db.all("SELECT predicate, value FROM published WHERE subject = ?", (subject,))
         db.many("DELETE FROM published WHERE subject = ? AND predicate = ? AND value = ?",
                 [(subject, p, v) for p, v in records if pattern is not None and pattern.search(v)])
