@@ -111,6 +111,7 @@ def main() -> None:
         "",
     ]
     Path(args.out).write_text("\n".join(lines))
+    print(f"{minutes:.1f}")  # the total, for the caller's commit message
 
 
 if __name__ == "__main__":

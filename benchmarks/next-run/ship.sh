@@ -126,9 +126,8 @@ while read -r stopped resumed; do gaps+=(--gap "$stopped" "$resumed"); done < .g
 echo "default run: $(( (end - start) / 60 )) min from start to end, $(wc -l < .git/ship/gaps) stop(s) left out"
 
 # -- 4. the record
-.venv/bin/python benchmarks/default_run_report.py --run . --start "$start" --end "$end" "${gaps[@]}" \
-  --out benchmarks/default-run.md
-minutes=$(sed -n 's/.*Total wall time: \*\*\([0-9.]*\) minutes.*/\1/p' benchmarks/default-run.md)
+minutes=$(.venv/bin/python benchmarks/default_run_report.py --run . --start "$start" --end "$end" "${gaps[@]}" \
+  --out benchmarks/default-run.md)
 .venv/bin/python - <<'EOF'
 import re
 from pathlib import Path
