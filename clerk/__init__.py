@@ -1,6 +1,6 @@
 """CLERK: Consolidated Ledger with Eviction and Rewrite Keys.
 
-Fixed-budget, write-time memory for LLM assistants. See README.md and ../shared/design/SPEC.md.
+Fixed-budget, write-time memory for LLM assistants. See README.md and docs/SPEC.md.
 Every stage is reachable through one command line: ``clerk --help``.
 """
 

@@ -19,8 +19,8 @@ Two method choices, stated in the paper's setup section:
 
 Compilation is line by line and never raises: a line that is not one of the four forms is kept
 in the program as its raw text (not a JSON object), so the lenient reducer records it as an
-invalid op; a non-blank text in which no line compiles is a parse failure (SPEC §1: "unparseable
-text -> empty program plus a recorded parse failure").
+invalid op; a non-blank text in which no line compiles is a parse failure (SPEC §1.4: text with
+no program in it gives an empty program and a recorded parse failure).
 
     >>> L0 = [{"i": 0, "s": "Ari", "p": "job", "o": "nurse", "prev": None, "v": 1, "born": 0, "t": 0, "uses": 0}, {"i": 1}]
     >>> compile_program("UPDATE job chef\\nEVICT job", L0, "Ari", now=1).program

@@ -1,4 +1,4 @@
-"""Registry of memory systems: a dict, a decorator and a getter (STYLE.md §6).
+"""Registry of memory systems: a dict, a decorator and a getter (docs/ARCHITECTURE.md, "Principles").
 
 The registry key is the system's name everywhere: config, wildcards, result files, tables and the
 paper. Tests build their own :class:`Registry` instead of touching :data:`MEMORY_REGISTRY`.

@@ -1,6 +1,6 @@
 """Base models: materialise one into ``resources/models/<name>/`` and load it for training/eval.
 
-ARCHITECTURE "Base models". A materialised model directory always holds safetensors weights, a
+docs/ARCHITECTURE.md, "Base models". A materialised model directory always holds safetensors weights, a
 tokenizer whose chat template is :data:`clerk.CHAT_TEMPLATE` (ChatML with
 ``{% generation %}`` markers, so TRL's ``assistant_only_loss`` can mask everything but the
 assistant turn), and ``source.json`` (the source spec, the sha256 of every file, package versions).

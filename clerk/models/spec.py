@@ -1,4 +1,4 @@
-"""Where a base model comes from: the ``base_model`` block of the config, checked (ARCHITECTURE "Base models").
+"""Where a base model comes from: the ``base_model`` block of the config, checked (docs/ARCHITECTURE.md, "Base models").
 
     python -c "from clerk.models.spec import ModelSpec; print(ModelSpec().source_fields())"
 """
