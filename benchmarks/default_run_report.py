@@ -6,8 +6,9 @@ logs, evaluation metrics, tables), not typed:
     python benchmarks/default_run_report.py --run . --start 1764415210 --end 1764418810 \
         --out benchmarks/default-run.md
 
-The speed-ups and the recipe choice were measured outside the run; their hand-written record
-(``--notes``, default ``benchmarks/default-run-notes.md``) is appended verbatim.
+How the run was made, and what changed since the previous one, is hand-written: a Markdown file
+given with ``--notes`` is appended verbatim. The levers behind the recipe are recorded in
+``docs/DECISIONS.md``.
 
 A run stopped and resumed (``snakemake --rerun-incomplete``) names each stretch when nothing ran
 with ``--gap STOPPED RESUMED``; the total leaves those stretches out and says so.
@@ -59,8 +60,8 @@ def main() -> None:
                         metavar=("STOPPED", "RESUMED"),
                         help="a stretch (Unix seconds) when the run was stopped; repeatable")
     parser.add_argument("--cached", default="nothing (pip packages only)", help="what existed before")
-    parser.add_argument("--notes", default="benchmarks/default-run-notes.md",
-                        help="hand-written measurements appended verbatim (speed-ups, recipe choice)")
+    parser.add_argument("--notes", default=None,
+                        help="hand-written notes appended verbatim (how the run was made, what changed)")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     run = Path(args.run)
@@ -107,9 +108,9 @@ def main() -> None:
         "",
         (run / "results/table1_cost.md").read_text().strip(),
         "",
-        Path(args.notes).read_text().strip(),
-        "",
     ]
+    if args.notes:
+        lines += [Path(args.notes).read_text().strip(), ""]
     Path(args.out).write_text("\n".join(lines))
     print(f"{minutes:.1f}")  # the total, for the caller's commit message
 

@@ -21,7 +21,7 @@ The adapters (600 CONSOLIDATE steps, one thread; W a work dir, M resources/cache
 
     clerk generate --seed SEED --split train --personas 100 --sessions 8 --questions 3-3 --budget 12 --init-facts 4 \
          --out W/data/results/data/SEED/train.jsonl
-    source benchmarks/task_sft.sh
+    source benchmarks/task_sft.sh    # at commit b5a37c3: git show b5a37c3:benchmarks/task_sft.sh
     task_sft W/data W/pSEED SEED M 0.5 consolidate
     train_recipe W/pSEED/sft M SEED 600 0 W/pSEED W/pSEED/adapter
 
@@ -181,7 +181,7 @@ def main() -> None:
     ap.add_argument("--shard", default="1/1", help="K/N: every N-th persona from the K-th (parallel rollouts)")
     ap.add_argument("--stop-penalty", type=float, default=0.0,
                     help="subtract this from the end-of-turn logits at every decoding step (a lever against facts "
-                         "left unwritten, benchmarks/first_errors.py; measured: no gain, policy-levers.md)")
+                         "left unwritten, benchmarks/first_errors.py; measured: no gain, docs/DECISIONS.md)")
     ap.add_argument("--diagnose", action="store_true", help="only sort the EVICT errors of an earlier run in --out")
     args = ap.parse_args()
     diagnose(args) if args.diagnose else run(args)

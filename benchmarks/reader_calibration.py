@@ -19,7 +19,8 @@ never touched. Run from a finished default run:
 With ``--policy-adapter DIR`` the run's adapter (``results/train/SEED``) is the reader and DIR the
 policy that writes the ``clerk`` ledgers, with the default profile's evaluation settings
 (``config/config.yaml``: window and RAG sizes, write cap, batch, grammar): a validation preview of
-table 1 for a policy and a reader trained apart (benchmarks/policy_only.sh, reader_only.sh).
+table 1 for a policy and a reader trained apart (benchmarks/policy_only.sh and reader_only.sh
+at commit b5a37c3).
 """
 
 from __future__ import annotations

@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> None:
     """Parse ``argv`` and run the chosen verb; user errors exit with status 2 and one message."""
     args = make_parser().parse_args(argv)
     try:
-        apply_reproducible_numerics()  # before any verb imports torch (benchmarks/rerun-sources.md)
+        apply_reproducible_numerics()  # before any verb imports torch (docs/DECISIONS.md, "Reproducible CPU numerics")
         args.func(args)
     except UserError as err:
         print(f"clerk {args.verb}: error: {err}", file=sys.stderr)

@@ -27,7 +27,7 @@ from typing import Any, Iterable
 #: Gold answer for a predicate that was never stated (SPEC §2's fixed "I don't know" phrase). One
 #: token: the MC reader's length-normalised score of a long fixed phrase is inflated by its
 #: predictable continuation ("I" -> " don't know."), which then outscores a stated value
-#: (benchmarks/reader-levers.md).
+#: (docs/DECISIONS.md, "Short fixed answers").
 UNKNOWN_ANSWER = "unknown"
 #: Gold answer for a fact that was retracted (tombstoned): SPEC §2's fixed "no longer the case"
 #: phrase, short for the same reason.

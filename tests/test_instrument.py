@@ -6,9 +6,9 @@ type. ``clerk evaluate --systems oracle`` reads them through the one reading pat
 in table 1 (the ANSWER prompt, the reader's ledger rendering, tree-packed scoring, the mean
 log-probability choice) with SmolLM2-135M and a reference reader adapter
 (``tests/fixtures/instrument/reader``: LoRA trained on ANSWER examples only by
-``benchmarks/reader_only.sh``, 600 steps, its updates truncated to rank 8 and stored in bf16 to
-stay under 5 MiB; the rank-16 adapter scores 0.948 on seed 137's
-validation questions, ``benchmarks/reader-levers.md``). It must pick the stated value over the
+``benchmarks/reader_only.sh`` of commit b5a37c3, 600 steps, its updates truncated to rank 8 and
+stored in bf16 to stay under 5 MiB; the rank-16 adapter scores 0.948 on seed 137's validation
+questions, ``docs/DECISIONS.md``). It must pick the stated value over the
 fixed answers, and the fixed answers ("unknown", "no longer") where they are right: at least
 :data:`PER_TYPE` on every question type and :data:`OVERALL` in all. A change to the prompt, the
 rendering, the scoring or the choice rule that stops the reader reading fails here.

@@ -1,6 +1,6 @@
 """Device, CPU threads and CPU numerics of a model job: CUDA when visible, else the CPU with a set
 thread count and kernel dispatch pinned to one x86 instruction set, so that a rerun on another
-x86-64 machine computes the same bits (issue 14; measured in ``benchmarks/rerun-sources.md``).
+x86-64 machine computes the same bits (issue 14; measured: ``docs/DECISIONS.md``).
 
     python -c "from clerk.models.device import nvidia_gpu_visible; print(nvidia_gpu_visible())"
     python -c "from clerk.models.device import apply_reproducible_numerics as a; print(a())"
@@ -17,7 +17,7 @@ from clerk.errors import UserError
 
 #: Environment that pins CPU kernel dispatch, per ``CLERK_NUMERICS`` mode. Torch's libraries read
 #: these once, at start: set them before torch is imported (:func:`apply_reproducible_numerics`,
-#: called by ``clerk`` before any verb runs). Measured in ``benchmarks/rerun-sources.md``. They
+#: called by ``clerk`` before any verb runs). Measured: ``docs/DECISIONS.md``. They
 #: pin fp32 work; bf16 is not reproducible across CPUs with and without bf16 units whatever the
 #: pins (oneDNN's bf16 kernels there, ATen's own fallback here), so reproducible runs use fp32.
 #: (``ONEDNN_MAX_CPU_ISA`` is left alone: no effect on fp32, measured.)

@@ -371,7 +371,7 @@ def _run_record(cfg: TrainConfig, trainer, device: str, bf16: bool, loss_head: s
         "trainable_params": sum(p.numel() for p in trainer.model.parameters() if p.requires_grad),
         "base_model_source": _read_json(model_dir / "source.json"),
         "versions": _versions(),
-        "numerics": numerics_record(),  # the CPU kernel pins in force (benchmarks/rerun-sources.md)
+        "numerics": numerics_record(),  # the CPU kernel pins in force (docs/DECISIONS.md)
         "code": code_version(),  # clerk version and git commit that trained this adapter
     }
 
