@@ -86,8 +86,6 @@ def run(args: argparse.Namespace) -> None:
         return op
 
     def reducer_evicts(compiled, ledger, now):
-        from clerk.metrics import lenient_reduce
-
         program, current = [], ledger
         for op in compiled.program:
             if isinstance(op, dict) and op["op"] == "EVICT":
@@ -95,10 +93,10 @@ def run(args: argparse.Namespace) -> None:
             if isinstance(op, dict) and op["op"] == "ADD" and not any(map(L.is_free, current)):
                 evict = {"op": "EVICT", "i": L.least_salient(current)}
                 program.append(evict)
-                current, _ = lenient_reduce(current, [evict], now)
+                current, _ = L.reduce(current, [evict], now, strict=False)
             program.append(op)
             if isinstance(op, dict):
-                current, _ = lenient_reduce(current, [op], now)
+                current, _ = L.reduce(current, [op], now, strict=False)
         return P.Compiled(program, compiled.errors, compiled.parse_failed)
 
     def logged_compile(text, ledger, subject, now):

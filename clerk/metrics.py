@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, Iterable
 
-from clerk.ledger import OP_KINDS, Ledger, ReduceReport, check_op, dumps, is_free, reduce
+from clerk.ledger import OP_KINDS, Ledger, check_op, dumps, is_free, reduce
 
 #: A canonical op: ("ADD"|"UPDATE", s, p, o), ("TOMBSTONE"|"EVICT", s, p) or
 #: ("INVALID", claimed kind or "", compact JSON of the op).
@@ -65,46 +65,6 @@ def _op_json(op: Any) -> str:
         return text
 
 
-def _unhashable_kind(op: Any) -> bool:
-    """True for an op dict whose "op" field is unhashable (a JSON list or object).
-
-    ``ledger.check_op`` raises TypeError on such ops (a known bug, pinned in test_ledger.py), so
-    everything here screens them first and reports them as unknown ops.
-
-    >>> _unhashable_kind({"op": ["ADD"]}), _unhashable_kind({"op": "ADD"}), _unhashable_kind(3)
-    (True, False, False)
-    """
-    return isinstance(op, dict) and isinstance(op.get("op"), (list, dict))
-
-
-def safe_check_op(ledger: Ledger, op: Any) -> str | None:
-    """``ledger.check_op`` that never raises on parsed JSON (screens unhashable op kinds)."""
-    if _unhashable_kind(op):
-        return f"unknown op {op['op']!r} (expected one of {', '.join(OP_KINDS)})"
-    return check_op(ledger, op)
-
-
-def lenient_reduce(ledger: Ledger, program: Any, now: int) -> tuple[Ledger, ReduceReport]:
-    """``ledger.reduce(..., strict=False)`` that never raises on a parsed program.
-
-    Ops with an unhashable kind are swapped for a stand-in that the reducer skips, and the report
-    is restored to name the original op and a matching reason.
-
-    >>> L, rep = lenient_reduce([{"i": 0}], [{"op": ["ADD"]}, {"op": "ADD", "s": "A", "p": "x", "o": "1"}], 0)
-    >>> rep.applied, [(pos, reason) for pos, _, reason in rep.invalid]
-    ([1], [(0, "unknown op ['ADD'] (expected one of ADD, UPDATE, TOMBSTONE, EVICT)")])
-    """
-    if not isinstance(program, list) or not any(_unhashable_kind(op) for op in program):
-        return reduce(ledger, program, now, strict=False)
-    patched = [{"op": None} if _unhashable_kind(op) else op for op in program]
-    out, report = reduce(ledger, patched, now, strict=False)
-    report.invalid = [
-        (pos, program[pos], safe_check_op(ledger, program[pos]) if _unhashable_kind(program[pos]) else reason)
-        for pos, _, reason in report.invalid
-    ]
-    return out, report
-
-
 def canonical_ops(ledger_before: Ledger, program: Any, now: int) -> list[CanonicalOp]:
     """Resolve a program's slot indices to the facts they touch.
 
@@ -131,8 +91,8 @@ def canonical_ops(ledger_before: Ledger, program: Any, now: int) -> list[Canonic
     ledger = ledger_before
     out: list[CanonicalOp] = []
     for op in program:
-        if safe_check_op(ledger, op) is not None:
-            kind = op.get("op") if isinstance(op, dict) and not _unhashable_kind(op) else None
+        if check_op(ledger, op) is not None:
+            kind = op.get("op") if isinstance(op, dict) else None
             out.append(("INVALID", kind if kind in OP_KINDS else "", _op_json(op)))
             continue
         kind = op["op"]

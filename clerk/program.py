@@ -111,8 +111,6 @@ def compile_program(text: Any, ledger: L.Ledger, subject: str, now: int) -> Comp
         text = text.decode("utf-8", errors="replace")
     if not isinstance(text, str):
         return Compiled([], [f"expected text, got {type(text).__name__}"], True)
-    from clerk.metrics import lenient_reduce
-
     program: list[Any] = []
     errors: list[str] = []
     current = ledger
@@ -126,7 +124,7 @@ def compile_program(text: Any, ledger: L.Ledger, subject: str, now: int) -> Comp
             program.append(line)
             continue
         program.append(op)
-        current, _ = lenient_reduce(current, [op], now)
+        current, _ = L.reduce(current, [op], now, strict=False)
     failed = bool(program) and all(isinstance(op, str) for op in program)
     return Compiled([] if failed else program, errors, failed)
 

@@ -71,6 +71,14 @@ class TestCanonicalOps:
             ("INVALID", "TOMBSTONE", '{"op":"TOMBSTONE","i":1}'), ("INVALID", "", '{"op":"FLY"}'),
             ("INVALID", "", "7"), ("INVALID", "EVICT", '{"op":"EVICT","i":99}')]
 
+    def test_unhashable_op_kind(self):
+        """An op whose kind is a JSON list or object is an INVALID op of no kind; it does not raise
+        (the reducer's own check covers it, test_ledger.py::TestAnyOp::test_unhashable_op_kind)."""
+        prog = [{"op": ["ADD"]}, {"op": {}}, {"op": "ADD", "s": "Ari", "p": "pet", "o": "cat"}]
+        assert canonical_ops(_ledger(), prog, 1) == [
+            ("INVALID", "", '{"op":["ADD"]}'), ("INVALID", "", '{"op":{}}'), ("ADD", "Ari", "pet", "cat")]
+        assert op_scores(_ledger(), prog, prog[2:], 1)["n_invalid"] == 2
+
     def test_non_list_program(self):
         """A program that is not a list is one INVALID op."""
         assert canonical_ops(_ledger(), {"op": "ADD"}, 1) == [("INVALID", "", '{"op":"ADD"}')]

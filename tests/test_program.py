@@ -19,7 +19,6 @@ from clerk import ledger as L
 from clerk.evaluate.runner import catalogue_keys
 from clerk.generator.files import write_timelines
 from clerk.generator.timelines import generate
-from clerk.metrics import lenient_reduce
 from clerk.program import MAX_VALUE_CHARS, Compiled, compile_program, program_grammar, render_program
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -124,7 +123,7 @@ class TestCompileProgram:
         """A key that names no slot compiles to index -1, which the reducer rejects as out of range."""
         got = compile_program("UPDATE car Fiat\nTOMBSTONE car\nEVICT car", LEDGER, "Ari", 2)
         assert [op["i"] for op in got.program] == [-1, -1, -1] and got.errors == [] and not got.parse_failed
-        after, report = lenient_reduce(LEDGER, got.program, 2)
+        after, report = L.reduce(LEDGER, got.program, 2, strict=False)
         assert after == LEDGER and [pos for pos, _, _ in report.invalid] == [0, 1, 2]
         assert all("out of range" in reason for _, _, reason in report.invalid)
 
@@ -146,7 +145,7 @@ class TestCompileProgram:
         assert not got.parse_failed and len(got.errors) == 2
         assert got.errors[0] == "line 1: 'ADD job' is not ADD/UPDATE <pred> <value> or TOMBSTONE/EVICT <pred>"
         assert got.errors[1].startswith("line 4: 'hello there' ")
-        after, report = lenient_reduce(LEDGER, got.program, 2)
+        after, report = L.reduce(LEDGER, got.program, 2, strict=False)
         assert after[0]["o"] == "chef" and [pos for pos, _, _ in report.invalid] == [0, 2]
 
     @pytest.mark.parametrize("text", ["I don't know what to do.", '[{"op":"ADD","s":"Ari","p":"car","o":"Fiat"}]',
@@ -179,7 +178,7 @@ class TestCompileProgram:
         got = compile_program(text, LEDGER, "Ari", 3)
         assert LEDGER == before
         assert got.parse_failed == (bool(got.errors) and got.program == [])
-        after, _ = lenient_reduce(LEDGER, got.program, 3)
+        after, _ = L.reduce(LEDGER, got.program, 3, strict=False)
         assert len(after) == len(LEDGER)
 
 

@@ -19,7 +19,7 @@ from clerk.cli import main
 from clerk.errors import UserError
 from clerk.provenance.files import dir_files, legacy_dir_digest, sha256_path
 from clerk.provenance.keys import csv_lookup, format_value, json_pointer
-from clerk.provenance.manifest import build_manifest
+from clerk.provenance.manifest import build_manifest, code_version
 from clerk.provenance.numbers import build_numbers, expand_spec
 from clerk.provenance.records import find_record, snakemake_records, wildcards_for
 from clerk.provenance.verify import trace, verify
@@ -475,3 +475,58 @@ class TestVerifyCleanClone:
         (tmp_path / "big/adapter").write_text("tampered")
         problems = verify(tmp_path, manifest, None, None)
         assert len(problems) == 1 and problems[0].startswith("big/adapter: sha256 ")
+
+
+class TestCodeVersionDirty:
+    """git_dirty says whether the code and config differ from the commit, not the run's outputs."""
+
+    FILES = {"clerk/core.py": "X = 1\n", "config/config.yaml": "seed: 1\n", "workflow/Snakefile": "rule all:\n",
+             "paper/template.md": "{{ n }}\n", "paper/paper.md": "1\n", "results/table.csv": "a\n1\n",
+             "results/environment.md": "env\n", "benchmarks/run.md": "1 min\n", "README.md": "hi\n",
+             "pyproject.toml": "[project]\n"}
+
+    @classmethod
+    def _repo(cls, tmp_path):
+        git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(tmp_path)]
+        subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+        for rel, text in cls.FILES.items():
+            (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / rel).write_text(text)
+        subprocess.run([*git, "add", "."], check=True)
+        subprocess.run([*git, "commit", "-q", "-m", "init"], check=True)
+        return git
+
+    def test_clean_checkout(self, tmp_path):
+        self._repo(tmp_path)
+        code = code_version(tmp_path)
+        assert code["git_commit"] and code["git_dirty"] is False
+
+    def test_outputs_docs_and_new_files_leave_it_clean(self, tmp_path):
+        """A run rewrites results/ and paper/paper.md; benchmarks, docs and untracked files are not code."""
+        self._repo(tmp_path)
+        for rel in ("results/table.csv", "results/environment.md", "paper/paper.md", "benchmarks/run.md", "README.md"):
+            (tmp_path / rel).write_text("changed\n")
+        (tmp_path / "results/new.csv").write_text("new\n")
+        assert code_version(tmp_path)["git_dirty"] is False
+
+    @pytest.mark.parametrize("rel", ["clerk/core.py", "config/config.yaml", "workflow/Snakefile",
+                                     "paper/template.md", "pyproject.toml"])
+    def test_code_or_config_change_makes_it_dirty(self, tmp_path, rel):
+        self._repo(tmp_path)
+        (tmp_path / "results/table.csv").write_text("changed\n")
+        (tmp_path / rel).write_text("changed\n")
+        assert code_version(tmp_path)["git_dirty"] is True
+
+    def test_staged_or_deleted_code_is_dirty(self, tmp_path):
+        git = self._repo(tmp_path)
+        (tmp_path / "clerk/core.py").write_text("X = 2\n")
+        subprocess.run([*git, "add", "clerk/core.py"], check=True)
+        assert code_version(tmp_path)["git_dirty"] is True
+        subprocess.run([*git, "commit", "-q", "-m", "two"], check=True)
+        assert code_version(tmp_path)["git_dirty"] is False
+        (tmp_path / "config/config.yaml").unlink()
+        assert code_version(tmp_path)["git_dirty"] is True
+
+    def test_outside_a_checkout(self, tmp_path, monkeypatch):
+        monkeypatch.setenv("GIT_CEILING_DIRECTORIES", str(tmp_path.parent))  # never find a repo above
+        assert code_version(tmp_path)["git_commit"] is None and code_version(tmp_path)["git_dirty"] is None

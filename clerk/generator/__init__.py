@@ -15,6 +15,7 @@ Modules, in dependency order:
 * :mod:`clerk.generator.config`: :class:`~clerk.generator.config.GeneratorConfig`, the knobs of a run.
 * :mod:`clerk.generator.forgets`: forget requests for the erasure study (``--forgets K``).
 * :mod:`clerk.generator.gold`: the gold edit program of a session's events.
+* :mod:`clerk.generator.truth`: the persona's true history (:class:`~clerk.generator.truth.Fact`), apart from the ledger.
 * :mod:`clerk.generator.questions`: the rule reader, the questions a session asks and their options.
 * :mod:`clerk.generator.timelines`: one persona's sessions and the run (``generate``).
 * :mod:`clerk.generator.files`: timeline files (JSON lines) and their summary statistics.

@@ -24,16 +24,14 @@ consolidation and never about a predicate the session's events touch.
 from __future__ import annotations
 
 import random
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from clerk import ledger as L
 from clerk import prompts
 from clerk.generator.catalogue import N_OPTIONS, Catalogue, Predicate
 from clerk.generator.config import GeneratorConfig
 from clerk.generator.forgets import FORGOTTEN
-
-if TYPE_CHECKING:  # timelines imports this module; facts are only read here
-    from clerk.generator.timelines import Fact
+from clerk.generator.truth import Fact
 
 #: Question types, in the order a session draws a type among those with an eligible predicate.
 QUESTION_TYPES = ("unknown", "current", "superseded", "negated", "temporal")

@@ -26,7 +26,6 @@ set iteration and no clock.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -37,20 +36,11 @@ from clerk.generator.config import NAME_LIST, GeneratorConfig
 from clerk.generator.forgets import draw_forget, forget_sessions, record_values
 from clerk.generator.gold import gold_program
 from clerk.generator.questions import ask_questions
+from clerk.generator.truth import Fact, apply_truth
 from clerk.store.scrub import free_predicate
 
 #: Kinds of the events a session states (its gold program adds EVICT ops).
 EVENT_KINDS = ("ADD", "UPDATE", "TOMBSTONE")
-
-
-@dataclass
-class Fact:
-    """The persona's true state for one predicate (tracked apart from the ledger)."""
-
-    value: str
-    history: list[str]  # earlier values, oldest first
-    active: bool = True
-    updates: int = 0
 
 
 def persona_names(rng: random.Random, names: tuple[str, ...], count: int) -> list[str]:
@@ -99,19 +89,6 @@ def _plan_events(rng: random.Random, cfg: GeneratorConfig, cat: Catalogue, facts
     return events
 
 
-def _apply_truth(facts: dict[str, Fact], events: list[dict[str, Any]]) -> None:
-    for event in events:
-        kind, key = event["kind"], event["pred"]
-        if kind == "ADD":
-            facts[key] = Fact(value=event["value"], history=[])
-        elif kind == "UPDATE":
-            fact = facts[key]
-            fact.history.append(fact.value)
-            fact.value, fact.updates = event["value"], fact.updates + 1
-        else:
-            facts[key].active = False
-
-
 def _persona(rng: random.Random, cfg: GeneratorConfig, cat: Catalogue, name: str) -> dict[str, Any]:
     facts: dict[str, Fact] = {}  # insertion order = order first stated
     ledger = L.empty_ledger(cfg.budget)
@@ -149,7 +126,7 @@ def _persona(rng: random.Random, cfg: GeneratorConfig, cat: Catalogue, name: str
         # 2. gold program in transcript order, checked against a strict reduce of the whole program.
         program = gold_program(before, events, name, index)
         after, _ = L.reduce(before, program, now=index, strict=True)
-        _apply_truth(facts, events)
+        apply_truth(facts, events)
         record_values(held, events)
         for event in events:  # stated again: no longer forgotten
             forgotten.pop(event["pred"], None)

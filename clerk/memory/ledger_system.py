@@ -28,7 +28,6 @@ from clerk import ledger as L
 from clerk import prompts
 from clerk.memory.base import MemorySystem, View, WriteResult
 from clerk.memory.forgetting import free_predicate, free_values
-from clerk.metrics import lenient_reduce
 
 
 @dataclass
@@ -71,7 +70,7 @@ class LedgerSystem(MemorySystem):
         assert len(proposals) == len(states)
         results = []
         for state, session, prop in zip(states, sessions, proposals):
-            new_state, report = lenient_reduce(state, prop.program, session["index"])
+            new_state, report = L.reduce(state, prop.program, session["index"], strict=False)
             n_ops = len(prop.program) if isinstance(prop.program, list) else 1
             assert len(new_state) == len(state)  # the budget never changes
             results.append(WriteResult(

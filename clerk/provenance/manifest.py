@@ -29,11 +29,22 @@ PACKAGES = ("torch", "transformers", "trl", "peft", "datasets", "accelerate", "s
             "pandas", "numpy", "scipy", "matplotlib", "seaborn")
 
 
-def code_version() -> dict:
-    """The clerk version and the git commit of its checkout (null outside a git checkout)."""
+#: What decides a run's outputs: a change here from the commit makes the code "dirty". The run's own
+#: outputs (results/, paper/paper.md), benchmarks, docs and the README may differ freely.
+CODE_PATHS = ("clerk", "workflow", "config", "paper/template.md", "paper/numbers.yaml",
+              "paper/tolerances.yaml", "pyproject.toml", "requirements.lock", "Makefile")
+
+
+def code_version(root: Path | None = None) -> dict:
+    """The clerk version and the git commit of its checkout (null outside a git checkout).
+
+    ``git_dirty``: a tracked file of :data:`CODE_PATHS` differs from the commit (worktree or
+    index); changes elsewhere, such as the ``results/`` files a run rewrites, do not count.
+    ``root``: the checkout (default: the one clerk is imported from).
+    """
     import clerk
 
-    root = Path(clerk.__file__).resolve().parent.parent
+    root = Path(clerk.__file__).resolve().parent.parent if root is None else Path(root)
     env = {**os.environ, "GIT_OPTIONAL_LOCKS": "0"}  # read-only: never refresh the index
 
     def git(*args: str) -> str | None:
@@ -45,7 +56,7 @@ def code_version() -> dict:
         return done.stdout.strip()
 
     commit = git("rev-parse", "HEAD")
-    dirty = git("status", "--porcelain", "--untracked-files=no")
+    dirty = git("status", "--porcelain", "--untracked-files=no", "--", *CODE_PATHS)
     return {"clerk": clerk.__version__, "git_commit": commit,
             "git_dirty": None if commit is None else bool(dirty)}
 
