@@ -63,6 +63,10 @@ def make_parser(suppress_defaults: bool = False) -> argparse.ArgumentParser:
     for name in _MODULES:
         importlib.import_module(name).register_cli(sub)
     for verb in sub.choices.values():
+        # A required option may come from --config instead: checked after the merge (main).
+        verb.clerk_required = [a for a in verb._actions if a.required and a.option_strings]
+        for action in verb.clerk_required:
+            action.required = False
         verb.add_argument("--config", dest="config_json", metavar="JSON", default=None,
                           help="the verb's options as a JSON object (or a .json file) keyed by option name, "
                           "e.g. '{\"max_steps\": 8}'; flags given on the command line win (default: none)")
@@ -104,7 +108,7 @@ def _config_value(action: argparse.Action, key: str, value: Any) -> Any:
         if type(value) is not bool:
             raise UserError(f"{where}: expected true or false, got {value!r}")
         return value
-    if action.nargs in ("+", "*"):
+    if action.nargs in ("+", "*") or isinstance(action, argparse._AppendAction):
         if not isinstance(value, list) or (action.nargs == "+" and not value):
             raise UserError(f"{where}: expected a {'non-empty ' if action.nargs == '+' else ''}list, got {value!r}")
         return [_scalar_value(action, where, item) for item in value]
@@ -158,8 +162,13 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     try:
         apply_reproducible_numerics()  # before any verb imports torch (benchmarks/rerun-sources.md)
+        verb = verb_parser(parser, args.verb)
         if args.config_json is not None:
-            apply_config_json(args, verb_parser(parser, args.verb), given_flags(argv))
+            apply_config_json(args, verb, given_flags(argv))
+        missing = [a for a in verb.clerk_required if getattr(args, a.dest, None) is None]
+        if missing:
+            verb.error("the following arguments are required (as flags or --config keys): "
+                       + ", ".join(f"{'/'.join(a.option_strings)} ({a.dest})" for a in missing))
         args.func(args)
     except UserError as err:
         print(f"clerk {args.verb}: error: {err}", file=sys.stderr)
