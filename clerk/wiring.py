@@ -100,6 +100,36 @@ def stages(seeds: list[str], separate_reader: bool, locomo: bool = False) -> dic
     return out
 
 
+def final_targets(seeds: list[str], separate_reader: bool) -> list[str]:
+    """Every artifact of the paper: the targets of the workflow's default target (LoCoMo's table
+    2 joins them when enabled, workflow/rules/locomo.smk), the manifest last."""
+
+    def each(pattern: str, **values: list[str] | tuple[str, ...]) -> list[str]:
+        out = [pattern]
+        for name, options in values.items():
+            out = [path.replace("{" + name + "}", str(option)) for path in out for option in options]
+        return out
+
+    targets = each("results/data/{seed}/{split}.jsonl", seed=seeds, split=SPLITS)
+    targets += each("results/sft/{seed}", seed=seeds)
+    targets += each("results/eviction/{seed}.csv", seed=seeds)
+    targets += each("results/train/{seed}", seed=seeds)
+    if separate_reader:
+        targets += each("results/{kind}/{seed}", kind=["sft_reader", "train_reader"], seed=seeds)
+    targets += each("results/eval/{seed}/{split}/metrics.json", seed=seeds, split=EVAL_SPLITS)
+    targets += each("results/readcost/{seed}.csv", seed=seeds)
+    targets += each("results/erasure/{seed}/metrics.json", seed=seeds)
+    targets += ["results/curve/learning_curve.csv"]
+    # The report stage (workflow/rules/report.smk): tables, figures, numbers, paper, provenance.
+    targets += each("results/{table}.csv", table=TABLES)
+    targets += ["results/read_cost.csv", "results/setup.json", "results/benchmarks.csv"]
+    targets += each("results/figures/{figure}.{ext}", figure=list(FIGURES), ext=["pdf", "png"])
+    targets += ["results/environment.md", "results/rulegraph.mmd", "results/numbers.json"]
+    # The paper, then the manifest: written last, it lists everything above.
+    targets += ["paper/paper.md", "results/manifest.json"]
+    return targets
+
+
 # ---- the --config object of each verb --------------------------------------------------------
 
 

@@ -23,6 +23,7 @@ from clerk.wiring import (
     TABLE_SPLITS,
     TABLES,
     benchmark_path,
+    final_targets,
     log_path,
     stage_config,
     stage_json,
@@ -255,35 +256,9 @@ def locomo_enabled():
 
 
 def get_final_output():
-    """Every artifact of the paper: the targets of the default target."""
-    targets = expand("results/data/{seed}/{split}.jsonl", seed=SEEDS, split=SPLITS)
-    targets += expand("results/sft/{seed}", seed=SEEDS)
-    targets += expand("results/eviction/{seed}.csv", seed=SEEDS)
-    targets += expand("results/train/{seed}", seed=SEEDS)
-    if SEPARATE_READER:
-        targets += expand("results/{kind}/{seed}", kind=["sft_reader", "train_reader"], seed=SEEDS)
-    targets += expand(
-        "results/eval/{seed}/{split}/metrics.json", seed=SEEDS, split=EVAL_SPLITS
-    )
-    targets += expand("results/readcost/{seed}.csv", seed=SEEDS)
-    targets += expand("results/erasure/{seed}/metrics.json", seed=SEEDS)
-    targets += ["results/curve/learning_curve.csv"]
-    # The report stage (workflow/rules/report.smk): tables, figures, numbers, paper, provenance.
-    targets += expand("results/{table}.csv", table=TABLES)
-    targets += ["results/read_cost.csv", "results/setup.json", "results/benchmarks.csv"]
-    targets += expand(
-        "results/figures/{figure}.{ext}", figure=FIGURES, ext=["pdf", "png"]
-    )
-    targets += [
-        "results/environment.md",
-        "results/rulegraph.mmd",
-        "results/numbers.json",
-    ]
-    # LoCoMo (table 2) targets come from get_locomo_output() (locomo.smk) when enabled; the
-    # paper then includes results/table2.md instead of the not-run note (report.smk).
-    # The paper, then the manifest: written last, it lists everything above.
-    targets += ["paper/paper.md", "results/manifest.json"]
-    return targets
+    """Every artifact of the paper: the targets of the default target (clerk.wiring.final_targets;
+    LoCoMo's come from get_locomo_output() when enabled)."""
+    return final_targets(SEEDS, SEPARATE_READER)
 
 
 def get_locomo_inputs(wildcards):
