@@ -253,6 +253,7 @@ def stage_config(config: dict, stage: str, **wildcards: str) -> dict[str, Any]:
 
 
 def stage_json(config: dict, stage: str, **wildcards: str) -> str:
-    """:func:`stage_config` as one JSON text (sorted keys: the same config gives the same text,
-    which Snakemake compares to decide a rerun)."""
-    return json.dumps(stage_config(config, stage, **wildcards), sort_keys=True, ensure_ascii=False)
+    """:func:`stage_config` as one JSON text, keys in the config's order: the order of a mapping
+    can matter (``sft.answer_views`` is sampled in its order), so keys are never sorted. The same
+    config gives the same text, which Snakemake compares to decide a rerun."""
+    return json.dumps(stage_config(config, stage, **wildcards), ensure_ascii=False)

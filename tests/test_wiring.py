@@ -142,6 +142,15 @@ class TestStageConfigs:
         reader = wiring.stage_config(config, "train_reader")
         assert (reader["max_steps"], reader["snapshot_steps"]) == (config["reader"]["max_steps"], 0)
 
+    def test_mapping_order_is_the_configs(self):
+        """The SFT views are sampled in their config order: the JSON keeps it (never sorted), and
+        the verb receives it in that order."""
+        config = load_and_validate(ROOT / "config/config.yaml")
+        text = wiring.stage_json(config, "build_sft")
+        assert list(json.loads(text)["answer_views"]) == list(config["sft"]["answer_views"])
+        args = resolve(["build-sft", "--timelines", "t", "--seed", "1", "--out", "o", "--config", text])
+        assert list(args.answer_views) == list(config["sft"]["answer_views"])
+
     def test_model_object_holds_only_the_kinds_keys(self):
         """A profile that switches kind (paper.yaml: hf) does not leak the default kind's keys."""
         config = load_and_validate(ROOT / "config/config.yaml", ROOT / "config/paper.yaml")

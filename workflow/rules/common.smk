@@ -164,7 +164,7 @@ def _config_with_inputs(stage, wildcards, input, **paths):
     """The stage's --config JSON plus input paths (key -> input name) where the job has them."""
     cfg = stage_config(config, stage, **wildcards)
     cfg.update({key: input[name] for key, name in paths.items() if name in input.keys()})
-    return json.dumps(cfg, sort_keys=True, ensure_ascii=False)
+    return json.dumps(cfg, ensure_ascii=False)
 
 
 def get_generate_config(wildcards):

@@ -83,7 +83,7 @@ def get_paper_config(wildcards, input):
     names = [*PAPER_INCLUDES, "locomo"]
     cfg = stage_config(config, "paper")
     cfg["include"] = [f"{name}={input[name]}" for name in names]
-    return json.dumps(cfg, sort_keys=True, ensure_ascii=False)
+    return json.dumps(cfg, ensure_ascii=False)
 
 
 def get_manifest_inputs(wildcards):
