@@ -163,7 +163,9 @@ def get_phrasings(wildcards):
 def _config_with_inputs(stage, wildcards, input, **paths):
     """The stage's --config JSON plus input paths (key -> input name) where the job has them."""
     cfg = stage_config(config, stage, **wildcards)
-    cfg.update({key: input[name] for key, name in paths.items() if name in input.keys()})
+    cfg.update(
+        {key: input[name] for key, name in paths.items() if name in input.keys()}
+    )
     return json.dumps(cfg, ensure_ascii=False)
 
 
@@ -233,13 +235,22 @@ def get_locomo_config(wildcards, input):
     """`clerk locomo`: the `locomo` block, the evaluation's reader and writers, and the data file
     and adapters the job has as inputs (a path wins over a download)."""
     return _config_with_inputs(
-        "locomo", {}, input, data="data", adapter="adapter", reader_adapter="reader_adapter"
+        "locomo",
+        {},
+        input,
+        data="data",
+        adapter="adapter",
+        reader_adapter="reader_adapter",
     )
 
 
 def reader_inputs(wildcards):
     """The separate reader's adapter for the jobs that read (evaluate, erasure), when configured."""
-    return {"reader_adapter": f"results/train_reader/{wildcards.seed}"} if SEPARATE_READER else {}
+    return (
+        {"reader_adapter": f"results/train_reader/{wildcards.seed}"}
+        if SEPARATE_READER
+        else {}
+    )
 
 
 def get_model_inputs(wildcards):
@@ -270,7 +281,10 @@ def get_locomo_inputs(wildcards):
     }
     if config["locomo"]["path"]:
         inputs["data"] = config["locomo"]["path"]
-    if "clerk" in config["locomo"]["systems"] or config["evaluate"]["reader_model"] == "adapter":
+    if (
+        "clerk" in config["locomo"]["systems"]
+        or config["evaluate"]["reader_model"] == "adapter"
+    ):
         inputs["adapter"] = f"results/train/{wildcards.seed}"
     # The one instrument of every system (SPEC §6), as in evaluate: the separate reader adapter.
     inputs.update(reader_inputs(wildcards))

@@ -30,7 +30,14 @@ rule erasure:
         model=MODEL_DIR,
         adapter="results/train/{seed}",
         code=code(
-            "evaluate", "metrics", "scoring", "models", "prompts", "generator", "store", "program"
+            "evaluate",
+            "metrics",
+            "scoring",
+            "models",
+            "prompts",
+            "generator",
+            "store",
+            "program",
         ),
         systems=get_memory_code,
         phrasings=get_phrasings,

@@ -7,7 +7,15 @@ rule evaluate:
         timelines="results/data/{seed}/{split}.jsonl",
         model=MODEL_DIR,
         adapter="results/train/{seed}",
-        code=code("evaluate", "metrics", "scoring", "models", "prompts", "generator", "program"),
+        code=code(
+            "evaluate",
+            "metrics",
+            "scoring",
+            "models",
+            "prompts",
+            "generator",
+            "program",
+        ),
         systems=get_memory_code,
         phrasings=get_phrasings,
     output:

@@ -44,7 +44,9 @@ rule table_systems:
 rule table_paired:
     input:
         predictions=expand(
-            "results/eval/{seed}/{split}/predictions.jsonl", seed=SEEDS, split=EVAL_SPLITS
+            "results/eval/{seed}/{split}/predictions.jsonl",
+            seed=SEEDS,
+            split=EVAL_SPLITS,
         ),
         code=code("report"),
     output:
@@ -119,7 +121,11 @@ rule table_setup:
             "results/eval/{seed}/{split}/metrics.json", seed=SEEDS, split=EVAL_SPLITS
         ),
         train=expand("results/train/{seed}", seed=SEEDS),
-        reader=expand("results/train_reader/{seed}", seed=SEEDS) if SEPARATE_READER else [],
+        reader=(
+            expand("results/train_reader/{seed}", seed=SEEDS)
+            if SEPARATE_READER
+            else []
+        ),
         streams=expand("results/streams/{seed}.json", seed=SEEDS),
         code=code("report"),
     output:
