@@ -15,7 +15,7 @@ import argparse
 
 from typing import Any
 
-from clerk.evaluate.config import ErasureConfig, EvaluateConfig
+from clerk.evaluate.config import ErasureConfig, EvaluateConfig, ReadCostConfig
 from clerk.evaluate.erasure import run_erasure
 from clerk.evaluate.read_cost import run_read_cost
 from clerk.evaluate.runner import run_evaluate, runtime_from_config
@@ -98,6 +98,10 @@ def _erasure_main(args: Any) -> None:
     run_erasure(ErasureConfig.from_values(vars(args)))
 
 
+def _read_cost_main(args: Any) -> None:
+    run_read_cost(ReadCostConfig.from_values(vars(args)))
+
+
 def _add_evaluate_parser(sub: Any) -> None:
     """``clerk evaluate``: inputs and outputs, views, writers and readers."""
     p = sub.add_parser(
@@ -133,4 +137,4 @@ def _add_read_cost_parser(sub: Any) -> None:
     p.add_argument("--tokenizer", required=True, help="model or tokenizer directory whose tokenizer counts tokens")
     p.add_argument("--out", required=True, help="output CSV path")
     _add_view_knobs(p)
-    p.set_defaults(func=run_read_cost)
+    p.set_defaults(func=_read_cost_main)

@@ -1,7 +1,7 @@
 """The typed config of a replay run: ``clerk evaluate`` (:class:`EvaluateConfig`) and ``clerk
 erasure`` (:class:`ErasureConfig`).
 
-The verbs' flags and their ``--config`` JSON (the workflow's ``evaluate`` block, clerk.wiring) both
+``clerk read-cost`` takes a :class:`ReadCostConfig`. The verbs' flags and their ``--config`` JSON (the workflow's ``evaluate`` block, clerk.wiring) both
 become one of these; the runners (:func:`clerk.evaluate.runner.run_evaluate`,
 :func:`clerk.evaluate.erasure.run_erasure`) take it and never see ``argparse``. The knobs of the
 memory systems and the reader are the :class:`~clerk.memory.EvalConfig` in ``eval``.
@@ -102,3 +102,30 @@ class ErasureConfig(EvaluateConfig):
     def record(self) -> dict[str, Any]:
         rec = super().record()
         return {"systems": rec.pop("systems"), "ignore_forget": list(self.ignore_forget), **rec}
+
+
+@dataclass
+class ReadCostConfig:
+    """One ``clerk read-cost`` probe: timelines, the tokenizer that counts, the view sizes."""
+
+    timelines: str
+    tokenizer: str
+    out: str
+    window_k: int = EvalConfig.window_k
+    rag_k: int = EvalConfig.rag_k
+    quiet: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("timelines", "tokenizer", "out"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value:
+                raise UserError(f"{name} must be a non-empty path, got {value!r}")
+        for name in ("window_k", "rag_k"):
+            value = getattr(self, name)
+            if type(value) is not int or value < 1:
+                raise UserError(f"{name} must be an int >= 1, got {value!r}")
+
+    @classmethod
+    def from_values(cls, values: dict[str, Any]) -> ReadCostConfig:
+        own = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in values.items() if k in own})

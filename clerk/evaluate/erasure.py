@@ -38,7 +38,6 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from clerk.errors import UserError
 from clerk.evaluate.config import ErasureConfig
