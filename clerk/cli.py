@@ -2,20 +2,31 @@
 
 Every verb lives in the library module that owns the concept; this file only collects them.
 A module takes part by defining ``register_cli(subparsers)``, which adds its verb(s) with
-``parser.set_defaults(func=main)``; ``main(args)`` does the work. Modules keep torch,
+``parser.set_defaults(func=main)``; ``main(args)`` builds the verb's typed config dataclass from
+``args`` and hands it to the library, which never sees ``argparse``.
+
+Every verb also takes ``--config JSON``: an object whose keys are the verb's option names (the
+``dest`` of a flag, e.g. ``max_steps`` for ``--max-steps``), the way the workflow passes a config
+section (workflow/rules/common.smk, :mod:`clerk.wiring`). Precedence: the verb's defaults < the
+``--config`` object < flags given on the command line. An unknown key, or a value of the wrong
+type or outside a flag's choices, is an error naming the key, the value and what is allowed. Modules keep torch,
 transformers, trl and peft imports inside functions so ``clerk --help`` stays fast, and so that
 :func:`~clerk.models.device.apply_reproducible_numerics` pins CPU kernel dispatch before torch
 starts (``CLERK_NUMERICS=native`` leaves it to the libraries).
 
     clerk --help
     clerk generate --help
+    clerk train --config '{"lr": 0.001, "max_steps": 8}' --max-steps 4 --sft S --model M --out O
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import json
 import sys
+from pathlib import Path
+from typing import Any
 
 from clerk.errors import UserError
 from clerk.models.device import apply_reproducible_numerics
@@ -29,7 +40,6 @@ _MODULES = (
     "clerk.train.cli",
     "clerk.train.curve",
     "clerk.evaluate.cli",
-    "clerk.evaluate.erasure",
     "clerk.scoring.bench",
     "clerk.locomo.cli",
     "clerk.report.cli",
@@ -39,8 +49,12 @@ _MODULES = (
 )
 
 
-def make_parser() -> argparse.ArgumentParser:
-    """Build the top-level parser with one sub-command per pipeline verb."""
+def make_parser(suppress_defaults: bool = False) -> argparse.ArgumentParser:
+    """Build the top-level parser with one sub-command per pipeline verb, each with ``--config``.
+
+    With ``suppress_defaults`` no option has a default, so a parse holds only the flags given
+    (:func:`given_flags`).
+    """
     parser = argparse.ArgumentParser(
         prog="clerk",
         description="CLERK: fixed-budget write-time ledger memory. One verb per pipeline stage.",
@@ -48,14 +62,113 @@ def make_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
     for name in _MODULES:
         importlib.import_module(name).register_cli(sub)
+    for verb in sub.choices.values():
+        # A required option may come from --config instead: checked after the merge (main).
+        verb.clerk_required = [a for a in verb._actions if a.required and a.option_strings]
+        for action in verb.clerk_required:
+            action.required = False
+        verb.add_argument("--config", dest="config_json", metavar="JSON", default=None,
+                          help="the verb's options as a JSON object (or a .json file) keyed by option name, "
+                          "e.g. '{\"max_steps\": 8}'; flags given on the command line win (default: none)")
+        if suppress_defaults:
+            for action in verb._actions:
+                action.default = argparse.SUPPRESS
+            verb._defaults.clear()
     return parser
+
+
+def verb_parser(parser: argparse.ArgumentParser, verb: str) -> argparse.ArgumentParser:
+    """The sub-parser of ``verb``."""
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return sub.choices[verb]
+
+
+def given_flags(argv: list[str] | None) -> set[str]:
+    """The option names (``dest``) given on the command line ``argv`` (not defaulted)."""
+    return set(vars(make_parser(suppress_defaults=True).parse_args(argv))) - {"verb"}
+
+
+def _load_config_json(text: str) -> dict[str, Any]:
+    """``--config``: a JSON object, or the path of a file holding one."""
+    if not text.lstrip().startswith("{") and Path(text).is_file():
+        text = Path(text).read_text(encoding="utf-8")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise UserError(f"--config must be a JSON object or a .json file, got {text[:80]!r} ({err})") from None
+    if not isinstance(data, dict):
+        raise UserError(f"--config must be a JSON object, got {type(data).__name__}: {data!r}")
+    return data
+
+
+def _config_value(action: argparse.Action, key: str, value: Any) -> Any:
+    """A ``--config`` value checked against (and converted like) the flag it stands for."""
+    where = f"--config key {key!r} (flag {'/'.join(action.option_strings)})"
+    if action.nargs == 0 or isinstance(action, argparse.BooleanOptionalAction):
+        if type(value) is not bool:
+            raise UserError(f"{where}: expected true or false, got {value!r}")
+        return value
+    if action.nargs in ("+", "*") or isinstance(action, argparse._AppendAction):
+        if not isinstance(value, list) or (action.nargs == "+" and not value):
+            raise UserError(f"{where}: expected a {'non-empty ' if action.nargs == '+' else ''}list, got {value!r}")
+        return [_scalar_value(action, where, item) for item in value]
+    if value is None and action.default is None:
+        return None
+    return _scalar_value(action, where, value)
+
+
+def _scalar_value(action: argparse.Action, where: str, value: Any) -> Any:
+    kind = action.type
+    if kind is int and (type(value) is not int):
+        raise UserError(f"{where}: expected an integer, got {value!r}")
+    if kind is float:
+        if type(value) not in (int, float):
+            raise UserError(f"{where}: expected a number, got {value!r}")
+        value = float(value)
+    elif kind is None and not isinstance(value, str):
+        raise UserError(f"{where}: expected a string, got {value!r}")
+    elif kind not in (int, float, None):  # a converter (e.g. a comma list): text goes through it
+        if isinstance(value, str):
+            value = kind(value)
+        elif isinstance(value, list):
+            value = tuple(value)
+    if action.choices is not None and value not in action.choices:
+        raise UserError(f"{where}: expected one of {', '.join(map(str, action.choices))}, got {value!r}")
+    return value
+
+
+def apply_config_json(args: argparse.Namespace, parser: argparse.ArgumentParser, given: set[str]) -> None:
+    """Set ``args`` from its ``--config`` object, but for the flags in ``given`` (the command line
+    wins). Every key must be an option of the verb.
+
+    Raises:
+        UserError: not a JSON object, an unknown key, a value of the wrong type or choice.
+    """
+    data = _load_config_json(args.config_json)
+    actions = {a.dest: a for a in parser._actions
+               if a.option_strings and a.dest not in ("help", "config_json")}
+    unknown = sorted(set(data) - set(actions))
+    if unknown:
+        raise UserError(f"--config: unknown key(s) {', '.join(map(repr, unknown))} for clerk {args.verb}; "
+                        f"allowed: {', '.join(sorted(actions))}")
+    for key, value in data.items():
+        if key not in given:
+            setattr(args, key, _config_value(actions[key], key, value))
 
 
 def main(argv: list[str] | None = None) -> None:
     """Parse ``argv`` and run the chosen verb; user errors exit with status 2 and one message."""
-    args = make_parser().parse_args(argv)
+    parser = make_parser()
+    args = parser.parse_args(argv)
     try:
         apply_reproducible_numerics()  # before any verb imports torch (docs/DECISIONS.md, "Reproducible CPU numerics")
+        verb = verb_parser(parser, args.verb)
+        if args.config_json is not None:
+            apply_config_json(args, verb, given_flags(argv))
+        missing = [a for a in verb.clerk_required if getattr(args, a.dest, None) is None]
+        if missing:
+            verb.error("the following arguments are required (as flags or --config keys): "
+                       + ", ".join(f"{'/'.join(a.option_strings)} ({a.dest})" for a in missing))
         args.func(args)
     except UserError as err:
         print(f"clerk {args.verb}: error: {err}", file=sys.stderr)

@@ -29,7 +29,7 @@ from clerk.generator.timelines import generate
 from clerk.memory import MEMORY_REGISTRY, EvalConfig, MemorySystem, Registry, Runtime, View, WriteResult
 from clerk.memory.forgetting import REDACTED, scrub_session
 from clerk.prompts import UNKNOWN_ANSWER
-from workflow_kit import ROOT, SMOKE, run_snakemake
+from workflow_kit import ROOT, SMOKE, run_snakemake, shell_commands
 
 #: Systems that need no model to write (their forget is checked on every view of a replay).
 NO_MODEL = ["oracle", "full", "window", "rag", "add-only", "null"]
@@ -433,11 +433,13 @@ class TestTable5:
 
 def test_smoke_dag_runs_the_study():
     """The smoke profile's dry run schedules the forget timelines and the study per seed, and table 5."""
-    proc = run_snakemake(ROOT, "-n", "--cores", "1", "--forceall", "results/table5.md", *SMOKE, timeout=120)
+    proc = run_snakemake(ROOT, "-n", "-p", "--cores", "1", "--forceall", "results/table5.md", *SMOKE, timeout=120)
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-3000:]
     table = out.split("Job stats:")[1].split("total")[0]
     jobs = dict((m.split()[0], int(m.split()[1])) for m in table.splitlines() if m.strip() and m.split()[-1].isdigit())
     seeds = len(yaml.safe_load((ROOT / "config" / "smoke.yaml").read_text())["seeds"])
     assert jobs["generate_forget"] == jobs["erasure"] == seeds and jobs["table_erasure"] == 1
-    assert "--forgets 1" in out and "--ignore-forget oracle full" in out
+    # The verbs' effective options (each command's --config object applied, as the verb sees it).
+    assert {a["forgets"] for a in shell_commands(out, "generate") if a["out"].endswith("forget.jsonl")} == {1}
+    assert {tuple(a["ignore_forget"]) for a in shell_commands(out, "erasure")} == {("oracle", "full")}

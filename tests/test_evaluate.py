@@ -204,19 +204,30 @@ class TestRunArgs:
 
         assert runtime_from_args(self._args()).config == EvalConfig()
 
+    def test_runners_take_a_typed_config_not_argparse(self):
+        """The runners import no CLI module (no circle): they take an EvaluateConfig / ErasureConfig."""
+        import inspect
+
+        from clerk.evaluate import erasure, runner
+
+        for module in (runner, erasure):
+            assert "clerk.evaluate.cli" not in inspect.getsource(module) and "argparse" not in inspect.getsource(module)
+        assert "EvaluateConfig" in str(inspect.signature(runner.run_evaluate).parameters["cfg"].annotation)
+        assert "ErasureConfig" in str(inspect.signature(erasure.run_erasure).parameters["cfg"].annotation)
+
     def test_erasure_shares_the_flags(self):
         """clerk erasure takes exactly evaluate's run flags, plus its own --ignore-forget."""
         import argparse
 
         from clerk.evaluate import cli as eval_cli
-        from clerk.evaluate import erasure
 
-        def options(register, verb):
-            sub = argparse.ArgumentParser().add_subparsers()
-            register(sub)
+        sub = argparse.ArgumentParser().add_subparsers()
+        eval_cli.register_cli(sub)
+
+        def options(verb):
             return {a.dest for a in sub.choices[verb]._actions} - {"help"}
 
-        evaluate_flags, erasure_flags = options(eval_cli.register_cli, "evaluate"), options(erasure.register_cli, "erasure")
+        evaluate_flags, erasure_flags = options("evaluate"), options("erasure")
         assert erasure_flags - evaluate_flags == {"ignore_forget"} and evaluate_flags <= erasure_flags
         assert {"reader_model", "reader_adapter", "reader_pmi", "constrained", "phrasings"} <= evaluate_flags
 

@@ -54,7 +54,7 @@ GPU_RULE = "train"
 # The smoke profile's jobs outside the two groups, per rule (two seeds; each seed's reader adapter
 # is built and trained by its own rules: evaluate.reader_model `reader`, config/smoke.yaml)
 MODEL_JOBS = {"rule_build_sft_reader": 2, "rule_train": 2, "rule_train_reader": 2,
-              "rule_evaluate": 4, "rule_erasure": 2, "rule_learning_curve": 1}
+              "rule_evaluate": 4, "rule_erasure": 2, "rule_learning_curve": 1, "rule_locomo": 2}
 
 
 def _fail_or_skip(reason: str):

@@ -33,6 +33,7 @@ from clerk.report.read_cost import read_cost_table
 from clerk.report.setup_facts import setup_facts
 from clerk.report.systems import system_rows, systems_markdown, systems_tables
 from clerk.report.tabular import mean_pm, write_csv
+from clerk import wiring
 from clerk.streams.engines import POLICIES
 from clerk.streams.generation import make_stream
 from clerk.streams.study import eviction_study, rows_to_csv
@@ -41,7 +42,6 @@ from clerk.train.curve import COLUMNS as CURVE_COLUMNS
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "paper" / "template.md"
 SPEC = ROOT / "paper" / "numbers.yaml"
-REPORT_INPUTS = ROOT / "workflow" / "rules" / "report_inputs.smk"
 SYSTEMS = ("clerk", "oracle", "prompted-ledger", "full", "window", "rag", "add-only")
 LEDGER = {"clerk", "oracle", "prompted-ledger"}
 VIEWS = ("oracle", "full", "window", "rag", "add-only")
@@ -434,6 +434,12 @@ class TestFigures:
 
         assert set(RENDER) == set(FIGURES)
 
+    def test_workflow_draws_every_kind(self):
+        """The workflow's figure rule (clerk.wiring.FIGURES) draws each kind once, by name."""
+        from clerk.report.figures import FIGURES
+
+        assert sorted(spec["kind"] for spec in wiring.FIGURES.values()) == sorted(FIGURES)
+
     def test_eviction_noise_not_in_table(self, figure_inputs, tmp_path):
         """Asking for a noise rate the table lacks names it."""
         with pytest.raises(UserError, match=r"^--noise: no rows with noise_per_turn 9 in "):
@@ -441,14 +447,6 @@ class TestFigures:
 
 
 # ---- the paper template and its numbers ------------------------------------------------------
-
-def _smk_constant(name: str):
-    """A literal constant of workflow/rules/report_inputs.smk (kept in sync with the tests)."""
-    text = REPORT_INPUTS.read_text()
-    match = re.search(rf"^{name} = (\[.*?\]|\{{.*?\}})$", text, re.S | re.M)
-    assert match, f"{name} not found in {REPORT_INPUTS}"
-    return eval(match.group(1), {})  # a literal list/dict of strings
-
 
 def write_erasure_metrics(root: Path, seed: int) -> str:
     """A ``clerk erasure`` metrics.json of one seed (the default profile's systems and modes),
@@ -516,7 +514,7 @@ def results_world(tmp_path_factory, eviction_csvs) -> Path:
 class TestTemplate:
     def test_checked_sections_have_no_typed_numbers(self):
         """The sections the paper rule checks (--no-digits-in) contain no hand-typed number."""
-        sections = _smk_constant("NO_DIGITS_IN")
+        sections = wiring.NO_DIGITS_IN
         assert {"Abstract", "Setup", "Results", "Eviction study"} <= set(sections)
         assert template_literal_digits(TEMPLATE.read_text(), sections) == []
 
@@ -524,12 +522,12 @@ class TestTemplate:
         """Every section named for the digit check is a heading of the template (a typo would check nothing)."""
         headings = {re.sub(r"^[\d.]+\s*", "", h).strip().lower()
                     for h in re.findall(r"^#+\s+(.*)$", TEMPLATE.read_text(), re.M)}
-        assert {s.lower() for s in _smk_constant("NO_DIGITS_IN")} <= headings
+        assert {s.lower() for s in wiring.NO_DIGITS_IN} <= headings
 
     def test_includes_match_the_paper_rule(self):
         """The template's includes are exactly those the paper rule passes."""
         used = set(re.findall(r"\{\{include:([^}]+)\}\}", TEMPLATE.read_text()))
-        assert used == set(_smk_constant("PAPER_INCLUDES")) | {"locomo"}
+        assert used == set(wiring.PAPER_INCLUDES) | {"locomo"}
 
     def test_every_reference_is_produced_by_the_spec(self, results_world):
         """Expanding numbers.yaml over schema-valid results yields every id the template uses."""
@@ -547,7 +545,7 @@ class TestTemplate:
         assert nums["t4.salience.capacity"]["text"] == "8" and nums["rc.full.session"]["text"] == "3"
         assert nums["t1.full.op_f1_mean"]["text"] == "n/a"  # not a ledger system
         assert nums["t5.full.ignore.leak_rate_mean"]["text"] == "0.500" and nums["t5.clerk.forget.n_seeds"]["text"] == "2"
-        includes = {name: f"<{name}>" for name in [*_smk_constant("PAPER_INCLUDES"), "locomo"]}
+        includes = {name: f"<{name}>" for name in [*wiring.PAPER_INCLUDES, "locomo"]}
         paper = render_paper(TEMPLATE.read_text(), numbers, includes)
         assert "{{" not in paper and "<table1>" in paper
         assert f"[^num-t1.clerk.accuracy_mean]: `t1.clerk.accuracy_mean` = {nums['t1.clerk.accuracy_mean']['text']}" in paper
@@ -556,11 +554,9 @@ class TestTemplate:
         """Every file numbers.yaml reads is one of the workflow's final targets."""
         spec = yaml.safe_load(SPEC.read_text())
         sources = {i["source"] for i in [*spec["numbers"].values(), *spec["foreach"]]}
-        common = (ROOT / "workflow" / "rules" / "common.smk").read_text()
-        body = common[common.index("def get_final_output"):]
-        for source in sources:
-            # named in a target path ("results/setup.json") or a table list ("table1")
-            assert re.search(rf'["/]{re.escape(Path(source).stem)}\b', body), source
+        # The default target's list (clerk.wiring.final_targets, which common.smk's get_final_output returns).
+        targets = set(wiring.final_targets(["137", "991"], separate_reader=True))
+        assert sources <= targets, sorted(sources - targets)
 
 
 class TestLocomoStatus:
@@ -581,6 +577,7 @@ class TestWorkflowDryRun:
                               cwd=ROOT, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr[-2000:]
         for rule in ("table_systems", "table_eviction", "table_read_cost", "table_setup", "table_benchmarks",
-                     "figure_read_cost", "figure_accuracy", "figure_eviction", "figure_loss", "figure_state_f1",
-                     "learning_curve", "figure_learning_curve", "locomo_status", "environment", "rulegraph", "numbers", "paper", "manifest"):
+                     "learning_curve", "locomo", "table_locomo", "environment", "rulegraph", "numbers", "paper", "manifest"):
             assert re.search(rf"^{rule}\s+\d+$", done.stdout, re.M), rule
+        # One rule draws every figure ({figure} wildcard): one job per figure.
+        assert re.search(rf"^figure\s+{len(wiring.FIGURES)}$", done.stdout, re.M), done.stdout

@@ -332,7 +332,6 @@ class TestSnapshots:
     def test_points_and_validation_sessions(self, workdir, snapped, tmp_path, monkeypatch):
         """A snapshot at the final step is not scored twice; only validation personas' sessions are
         scored, at most --sessions of them, in file order."""
-        import argparse
         import shutil
 
         import clerk.train.curve as curve
@@ -349,10 +348,10 @@ class TestSnapshots:
         shutil.copytree(snapped.out, adapter)
         shutil.copytree(adapter, adapter / "snapshots" / "step-00005", ignore=shutil.ignore_patterns("snapshots"))
         (adapter / "snapshots" / "step-00005" / "snapshot.json").write_text(json.dumps({"step": 5, "examples_seen": 10}))
-        args = argparse.Namespace(timelines=str(workdir["timelines"]), sft=str(workdir["sft"]), model="m",
-                                  adapter=str(adapter), sessions=2, max_new_tokens=8, batch_size=2, dtype="float32",
-                                  constrained=True, phrasings=None, threads=1)
-        rows = curve.learning_curve(args)
+        cfg = curve.CurveConfig(timelines=str(workdir["timelines"]), sft=str(workdir["sft"]), model="m",
+                                adapter=str(adapter), sessions=2, max_new_tokens=8, batch_size=2, dtype="float32",
+                                phrasings=None, threads=1)
+        rows = curve.learning_curve(cfg)
         assert [(r["point"], r["step"]) for r in rows] == [("snapshot", 2), ("snapshot", 4), ("final", 5), ("free", 5)]
         assert [name for name, _ in seen] == ["step-00002", "step-00004", "step-00005", "step-00005"]
         held = json.loads((workdir["sft"] / "sft_stats.json").read_text())["splits"]["validation"]["personas"]
@@ -360,13 +359,12 @@ class TestSnapshots:
 
     def test_curve_input_errors(self, workdir, tmp_path):
         """A training output without metrics.json, or an SFT directory without stats, is refused by name."""
-        import argparse
 
-        from clerk.train.curve import learning_curve, validation_sessions
+        from clerk.train.curve import CurveConfig, learning_curve, validation_sessions
 
-        args = argparse.Namespace(adapter=str(tmp_path), threads=1)
+        cfg = CurveConfig(timelines="t", sft="s", model="m", adapter=str(tmp_path), threads=1)
         with pytest.raises(UserError, match=r"expected a finished clerk train output \(metrics.json\)$"):
-            learning_curve(args)
+            learning_curve(cfg)
         with pytest.raises(UserError, match=r"^--sft: expected .*sft_stats.json \(written by clerk build-sft\)$"):
             validation_sessions([], tmp_path, 0)
         (tmp_path / "sft_stats.json").write_text(json.dumps({"splits": {"validation": {"personas": []}}}))

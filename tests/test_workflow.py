@@ -16,12 +16,14 @@ import re
 import subprocess
 from pathlib import Path
 
-from workflow_kit import ROOT, SMOKE, run_snakemake
+from workflow_kit import ROOT, SMOKE, run_snakemake, shell_commands
+
+from clerk import wiring
 
 # Rules whose outputs must be byte-identical when re-run on the same inputs.
 REPORT_RULES = [
-    "table_systems", "table_eviction", "table_erasure", "table_read_cost", "table_setup", "figure_read_cost",
-    "figure_accuracy", "figure_eviction", "figure_loss", "figure_state_f1", "figure_learning_curve", "numbers", "paper",
+    "table_systems", "table_eviction", "table_erasure", "table_read_cost", "table_setup", "figure", "table_locomo",
+    "numbers", "paper",
 ]
 _snakemake = run_snakemake
 
@@ -60,11 +62,12 @@ class TestDryRuns:
         """`snakemake -n` on the default profile schedules generation through the manifest."""
         jobs = _dry_jobs(ROOT, "--forceall")
         for rule in ("generate", "build_sft", "base_model", "train", "evaluate", "read_cost",
-                     "streams", "eviction_study", "learning_curve", "figure_learning_curve", "numbers", "paper",
+                     "streams", "eviction_study", "learning_curve", "figure", "numbers", "paper",
                      "manifest"):
             assert jobs.get(rule), rule
         assert jobs["generate"] == 12 and jobs["evaluate"] == 6
-        assert jobs["learning_curve"] == jobs["figure_learning_curve"] == 1  # snapshots of one seed's run
+        assert jobs["learning_curve"] == 1  # snapshots of one seed's run
+        assert jobs["figure"] == len(wiring.FIGURES)
 
     def test_snapshots_only_for_the_curve_seed(self):
         """Only the first seed's training takes adapter snapshots (the learning curve reads them)."""
@@ -75,24 +78,27 @@ class TestDryRuns:
         assert proc.returncode == 0, out[-3000:]
         config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
         seeds = [str(s) for s in config["seeds"]]
-        snaps = dict(re.findall(r"clerk train --sft results/sft/(\d+) .*?--snapshot-steps (\d+)", out))
-        assert snaps == {seed: str(config["train"]["snapshot_steps"]) if seed == seeds[0] else "0" for seed in seeds}
+        trains = shell_commands(out, "train")
+        snaps = {a["seed"]: a["snapshot_steps"] for a in trains if a["sft"].startswith("results/sft/")}
+        assert snaps == {int(seed): config["train"]["snapshot_steps"] if seed == seeds[0] else 0 for seed in seeds}
         # The separate reader: every seed, the reader block's steps, no snapshots.
-        readers = re.findall(r"clerk train --sft results/sft_reader/(\d+) .*?--max-steps (\d+) .*?--snapshot-steps (\d+)", out)
-        assert sorted(readers) == sorted((seed, str(config["reader"]["max_steps"]), "0") for seed in seeds)
+        readers = [(a["seed"], a["max_steps"], a["snapshot_steps"]) for a in trains
+                   if a["sft"].startswith("results/sft_reader/")]
+        assert sorted(readers) == sorted((int(seed), config["reader"]["max_steps"], 0) for seed in seeds)
         # ... and it reads every evaluation and erasure job, with the configured calibration.
-        reads = re.findall(r"clerk (evaluate|erasure) .*?--adapter results/train/(\d+) --reader-adapter "
-                           r"results/train_reader/(\d+) .*?--reader-model (\w+) --reader-pmi ([\d.]+)", out)
-        assert len(reads) == 3 * len(seeds) and {(r[1] == r[2], r[3], float(r[4])) for r in reads} == {
-            (True, "reader", config["evaluate"]["reader_pmi"])}
-        curve = re.search(r"clerk learning-curve .*", out).group(0)
-        assert f"--adapter results/train/{seeds[0]} " in curve and f"--sessions {config['train']['curve_sessions']} " in curve
+        reads = shell_commands(out, "evaluate") + shell_commands(out, "erasure")
+        assert len(reads) == 3 * len(seeds)
+        assert {(a["adapter"].split("/")[-1] == a["reader_adapter"].split("/")[-1],
+                 a["reader_adapter"].split("/")[-2], a["reader_model"], a["reader_pmi"]) for a in reads} == {
+            (True, "train_reader", "reader", config["evaluate"]["reader_pmi"])}
+        (curve,) = shell_commands(out, "learning-curve")
+        assert curve["adapter"] == f"results/train/{seeds[0]}" and curve["sessions"] == config["train"]["curve_sessions"]
 
     def test_learning_curve_target_lists_only_its_ancestors(self):
         """The learning-curve figure needs one seed's data, SFT set, training run and curve, nothing else."""
         jobs = _dry_jobs(ROOT, "results/figures/learning_curve.png", "--forceall", *SMOKE)
         assert jobs == {"generate": 1, "base_model": 1, "build_sft": 1, "train": 1, "learning_curve": 1,
-                        "figure_learning_curve": 1}
+                        "figure": 1}
 
     def test_paper_profile_dag_is_valid_with_gpu_on_train(self, tmp_path):
         """The paper profile builds a DAG; train and evaluate claim the GPU exactly when one is
@@ -115,6 +121,59 @@ class TestDryRuns:
         assert set(jobs) == {"generate", "build_sft", "base_model", "train", "build_sft_reader", "train_reader",
                              "evaluate", "table_systems"}
         assert jobs["evaluate"] == 2  # one test split per smoke seed, no test_ood
+
+
+class TestShellQuoting:
+    """Config values reach the shell only quoted: a rule hands its verb the config section as one
+    JSON object (``--config {params.cfg:q}``) and quotes every path (``:q``)."""
+
+    PAYLOAD = "x$(touch PWNED)"
+
+    def test_config_values_never_run_as_shell(self, tmp_path):
+        """With model.repo_id, data.phrasings and locomo.path holding ``$(touch PWNED)``, every
+        shell command of the dry run, executed by bash with the programs replaced by ``true``,
+        creates no file PWNED: the payload reaches each program as the text it is."""
+        import shlex
+
+        import yaml
+
+        from workflow_kit import copy_sources
+
+        repo = copy_sources(tmp_path / "repo")
+        phrasings, locomo = f"{self.PAYLOAD}.yaml", f"{self.PAYLOAD}.json"
+        for name in (phrasings, locomo):  # inputs must exist for the DAG to build
+            (repo / name).write_text("{}\n")
+        (repo / "config" / "evil.yaml").write_text(yaml.safe_dump({
+            "model": {"name": "evil", "kind": "hf", "repo_id": f"org/{self.PAYLOAD}", "revision": "main"},
+            "data": {"phrasings": phrasings},
+            "locomo": {"path": locomo},
+        }))
+        proc = _snakemake(repo, "-n", "-p", "--forceall", "--cores", "1", *SMOKE, "config/evil.yaml", timeout=300)
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == 0, out[-3000:]
+        commands = [line.removeprefix("Shell command: ") for line in out.splitlines()
+                    if line.startswith("Shell command: ") and line != "Shell command: None"]  # `all`
+        hit = [c for c in commands if "PWNED" in c]
+        verbs = {shlex.split(c)[1] for c in hit if c.startswith("clerk ")}
+        # Every verb that takes the phrasings, the model spec or the LoCoMo file.
+        assert {"generate", "materialize-model", "evaluate", "erasure", "learning-curve", "locomo"} <= verbs, verbs
+        for command in hit:
+            assert "$(touch PWNED)" not in re.sub(r"'[^']*'", "", command), command  # never outside quotes
+        work = tmp_path / "sh"
+        work.mkdir()
+        for command in commands:
+            line = command.split(" > ")[0]  # the job's log redirection: not here
+            line = re.sub(r"^(PYTHONHASHSEED=0 )?(clerk|snakemake)\b", "true", line)
+            subprocess.run(["bash", "-c", line], cwd=work, check=True)
+        assert not (work / "PWNED").exists()
+        # The check above would see an unquoted value: this one runs.
+        subprocess.run(["bash", "-c", f"true --phrasings {phrasings}"], cwd=work, check=True)
+        assert (work / "PWNED").exists()
+        # ... and the verb sees the payload as the value itself.
+        (generate, *_) = shell_commands(out, "generate")
+        assert generate["phrasings"] == phrasings
+        (model,) = shell_commands(out, "materialize-model")
+        assert model["repo_id"] == f"org/{self.PAYLOAD}"
 
 
 class TestSmokeRun:
@@ -154,14 +213,17 @@ class TestSmokeRun:
         assert re.search(r"[0-9a-f]{64}", proc.stdout)
 
     def test_stage_table_counts_every_pipeline_job(self, smoke_run):
-        """results/benchmarks.csv has a row for every folder of benchmarks/runs/ (each pipeline rule
-        with a benchmark file, the learning curve included) with that folder's job count."""
+        """results/benchmarks.csv has a row for every pipeline stage's folder of logs/benchmarks/
+        (the learning curve and LoCoMo included; the report rules' folders are not stages) with that
+        folder's job count."""
         import pandas as pd
 
         table = pd.read_csv(smoke_run / "results/benchmarks.csv").set_index("stage")
-        runs = smoke_run / "benchmarks/runs"
-        on_disk = {d.name: len(list(d.rglob("*.tsv"))) for d in runs.iterdir() if d.is_dir()}
-        assert "learning_curve" in on_disk
+        runs = smoke_run / wiring.BENCHMARK_ROOT
+        assert not (smoke_run / "benchmarks/runs").exists() and not (smoke_run / "benchmarks/report").exists()
+        stages = wiring.stages(["137", "991"], separate_reader=True, locomo=True)
+        on_disk = {d.name: len(list(d.rglob("*.tsv"))) for d in runs.iterdir() if d.is_dir() and d.name in stages}
+        assert {"learning_curve", "locomo"} <= set(on_disk) and set(on_disk) == set(stages)
         assert {stage: int(table.loc[stage, "jobs"]) for stage in on_disk if stage in table.index} == on_disk
         assert int(table.loc["total", "jobs"]) == sum(on_disk.values())
 

@@ -25,6 +25,27 @@ def run_snakemake(workdir: Path, *args: str, timeout: int = 900) -> subprocess.C
     )
 
 
+def shell_commands(text: str, verb: str) -> list[dict]:
+    """The effective options of every ``clerk VERB`` shell command a ``snakemake -p`` run printed:
+    each command line parsed by the ``clerk`` parser with its ``--config`` object applied (flags
+    win), exactly as the verb sees them."""
+    import shlex
+
+    from clerk.cli import apply_config_json, given_flags, make_parser, verb_parser
+
+    found = []
+    for line in text.splitlines():
+        if not line.startswith(f"Shell command: clerk {verb} "):
+            continue
+        argv = shlex.split(line.removeprefix("Shell command: ").split(" > ")[0])[1:]
+        parser = make_parser()
+        args = parser.parse_args(argv)
+        if args.config_json is not None:
+            apply_config_json(args, verb_parser(parser, args.verb), given_flags(argv))
+        found.append({k: v for k, v in vars(args).items() if k not in ("func", "config_json")})
+    return found
+
+
 def copy_sources(dest: Path) -> Path:
     """Copy the repository's tracked and untracked-but-not-ignored files to ``dest``, without the
     shipped results (``results/`` and the rendered paper), which must not leak into a new run."""

@@ -1,5 +1,9 @@
-"""The evaluation verbs: ``clerk evaluate`` (:mod:`clerk.evaluate.runner`) and ``clerk read-cost``
-(:mod:`clerk.evaluate.read_cost`).
+"""The evaluation verbs: ``clerk evaluate`` (:mod:`clerk.evaluate.runner`), ``clerk erasure``
+(:mod:`clerk.evaluate.erasure`) and ``clerk read-cost`` (:mod:`clerk.evaluate.read_cost`).
+
+The flags of ``evaluate`` and ``erasure`` (and their ``--config`` JSON) become an
+:class:`~clerk.evaluate.config.EvaluateConfig` / :class:`~clerk.evaluate.config.ErasureConfig`
+here; the runners take that and never see ``argparse``.
 
     clerk evaluate --timelines T.jsonl --model M --systems oracle --reader rule --out /tmp/ev   # exact, no model calls
     clerk read-cost --timelines long.jsonl --tokenizer M --out results/read_cost.csv
@@ -11,8 +15,10 @@ import argparse
 
 from typing import Any
 
+from clerk.evaluate.config import ErasureConfig, EvaluateConfig, ReadCostConfig
+from clerk.evaluate.erasure import run_erasure
 from clerk.evaluate.read_cost import run_read_cost
-from clerk.evaluate.runner import run_evaluate
+from clerk.evaluate.runner import run_evaluate, runtime_from_config
 from clerk.memory import MEMORY_REGISTRY, EvalConfig
 from clerk.memory.base import DTYPES, READER_MODELS
 
@@ -28,8 +34,9 @@ def _add_view_knobs(p: Any) -> None:
 
 
 def register_cli(sub: Any) -> None:
-    """Add ``clerk evaluate`` and ``clerk read-cost``."""
+    """Add ``clerk evaluate``, ``clerk erasure`` and ``clerk read-cost``."""
     _add_evaluate_parser(sub)
+    _add_erasure_parser(sub)
     _add_read_cost_parser(sub)
 
 
@@ -80,19 +87,19 @@ def add_run_args(p: Any, systems_help: str = "memory systems (registry keys)") -
 
 def runtime_from_args(args: Any) -> Any:
     """The :class:`~clerk.memory.Runtime` of the flags of :func:`add_run_args` (threads set first)."""
-    from clerk.evaluate.runner import catalogue_keys
-    from clerk.memory import Runtime
-    from clerk.models.device import set_torch_threads
+    return runtime_from_config(EvaluateConfig.from_values(vars(args)))
 
-    set_torch_threads(args.threads)
-    cfg = EvalConfig(window_k=args.window_k, rag_k=args.rag_k, max_new_tokens=args.max_new_tokens,
-                     batch_size=args.batch_size, reader=args.reader, reader_model=args.reader_model,
-                     reader_pmi=args.reader_pmi,
-                     max_read_tokens=args.max_read_tokens, add_only_budget=args.add_only_budget,
-                     dtype=args.dtype, constrained=args.constrained, write_only=tuple(args.write_only))
-    runtime = Runtime(cfg, model_dir=args.model, adapter_dir=args.adapter, reader_adapter_dir=args.reader_adapter)
-    runtime.predicates = catalogue_keys(args.phrasings)
-    return runtime
+
+def _evaluate_main(args: Any) -> None:
+    run_evaluate(EvaluateConfig.from_values(vars(args)))
+
+
+def _erasure_main(args: Any) -> None:
+    run_erasure(ErasureConfig.from_values(vars(args)))
+
+
+def _read_cost_main(args: Any) -> None:
+    run_read_cost(ReadCostConfig.from_values(vars(args)))
 
 
 def _add_evaluate_parser(sub: Any) -> None:
@@ -103,7 +110,20 @@ def _add_evaluate_parser(sub: Any) -> None:
         "memory, then consolidate. Writes predictions.jsonl, ledgers.jsonl and metrics.json to --out. "
         f"Systems: {', '.join(MEMORY_REGISTRY.names())}.")
     add_run_args(p)
-    p.set_defaults(func=run_evaluate)
+    p.set_defaults(func=_evaluate_main)
+
+
+def _add_erasure_parser(sub: Any) -> None:
+    """``clerk erasure``: the flags of ``clerk evaluate`` and the systems run without forgetting."""
+    p = sub.add_parser(
+        "erasure", help="the erasure study: replay forget timelines; leak rate and forgotten-fact accuracy per system",
+        description="Erasure study (SPEC §9): deliver each session's forget requests to every system, then check "
+        "every later view for forgotten values and read the questions about forgotten facts. Writes views.jsonl "
+        f"and metrics.json to --out. Systems: {', '.join(MEMORY_REGISTRY.names())}.")
+    add_run_args(p, systems_help="memory systems (registry keys), forget requests delivered")
+    p.add_argument("--ignore-forget", dest="ignore_forget", nargs="*", default=[], metavar="NAME",
+                   help="systems also run with forget requests not delivered (the naive contrast; default: none)")
+    p.set_defaults(func=_erasure_main)
 
 
 def _add_read_cost_parser(sub: Any) -> None:
@@ -117,4 +137,4 @@ def _add_read_cost_parser(sub: Any) -> None:
     p.add_argument("--tokenizer", required=True, help="model or tokenizer directory whose tokenizer counts tokens")
     p.add_argument("--out", required=True, help="output CSV path")
     _add_view_knobs(p)
-    p.set_defaults(func=run_read_cost)
+    p.set_defaults(func=_read_cost_main)

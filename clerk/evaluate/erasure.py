@@ -38,10 +38,17 @@ import json
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from clerk.errors import UserError
-from clerk.evaluate.runner import load_timelines_file, load_up_front, make_systems, mc_choose, replay
+from clerk.evaluate.config import ErasureConfig
+from clerk.evaluate.runner import (
+    load_timelines_file,
+    load_up_front,
+    make_systems,
+    mc_choose,
+    replay,
+    runtime_from_config,
+)
 from clerk.evaluate.schemas import validate_record, write_jsonl
 from clerk.evaluate.summary import mean_or_none
 from clerk.generator.forgets import FORGOTTEN
@@ -237,7 +244,7 @@ def _summarize(key: tuple[str, str], system: MemorySystem, rows: list[dict], sec
     }
 
 
-def run_erasure(args: Any, registry: Registry = MEMORY_REGISTRY) -> None:
+def run_erasure(cfg: ErasureConfig, registry: Registry = MEMORY_REGISTRY) -> None:
     """``clerk erasure``: run the study, then write views.jsonl and metrics.json (last).
 
     Raises:
@@ -245,28 +252,26 @@ def run_erasure(args: Any, registry: Registry = MEMORY_REGISTRY) -> None:
     """
     start = time.perf_counter()
     from clerk import __version__
-    from clerk.evaluate.cli import runtime_from_args
     from clerk.models.hashes import sha256_file
 
-    runtime = runtime_from_args(args)
-    cfg = runtime.config
-    _check_systems(make_systems(args.systems, runtime, registry))  # fail on bad names before loading anything
-    if args.ignore_forget:
-        make_systems(args.ignore_forget, runtime, registry)
-    timelines = load_timelines_file(args.timelines)
-    rows, summary = erasure(timelines, args.systems, runtime, args.ignore_forget, registry, progress=not args.quiet)
-    out = Path(args.out)
+    runtime = runtime_from_config(cfg)
+    systems, ignore_forget = list(cfg.systems), list(cfg.ignore_forget)
+    _check_systems(make_systems(systems, runtime, registry))  # fail on bad names before loading anything
+    if ignore_forget:
+        make_systems(ignore_forget, runtime, registry)
+    timelines = load_timelines_file(cfg.timelines)
+    rows, summary = erasure(timelines, systems, runtime, ignore_forget, registry, progress=not cfg.quiet)
+    out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     write_jsonl(out / "views.jsonl", "views", rows, SCHEMAS)
     versions = {"clerk": __version__, **{r["system"]: r["version"] for r in summary}}
     metrics = {
         "schema": ERASURE_SCHEMA_ID,
-        "input": {"path": str(args.timelines), "sha256": sha256_file(args.timelines), "n_personas": len(timelines),
+        "input": {"path": str(cfg.timelines), "sha256": sha256_file(cfg.timelines), "n_personas": len(timelines),
                   "splits": sorted({tl["split"] for tl in timelines}), "seeds": sorted({tl["seed"] for tl in timelines}),
                   "n_sessions": max(len(tl["sessions"]) for tl in timelines),
                   "n_forget_requests": sum(len(s.get("forget") or []) for tl in timelines for s in tl["sessions"])},
-        "config": {"systems": list(args.systems), "ignore_forget": list(args.ignore_forget), "model": args.model,
-                   "adapter": args.adapter, "reader_adapter": args.reader_adapter, **cfg.to_dict()},
+        "config": cfg.record(),
         "versions": versions,
         "rows": summary,
         "wall_seconds": float(time.perf_counter() - start),
@@ -278,18 +283,3 @@ def run_erasure(args: Any, registry: Registry = MEMORY_REGISTRY) -> None:
     (out / "metrics.json").write_text(json.dumps(metrics, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"clerk erasure: {len(rows)} views of {len(summary)} system rows -> {out} "
           f"in {metrics['wall_seconds']:.1f} s", file=sys.stderr)
-
-
-def register_cli(sub: Any) -> None:
-    """Add ``clerk erasure``."""
-    from clerk.evaluate.cli import add_run_args
-
-    p = sub.add_parser(
-        "erasure", help="the erasure study: replay forget timelines; leak rate and forgotten-fact accuracy per system",
-        description="Erasure study (SPEC §9): deliver each session's forget requests to every system, then check "
-        "every later view for forgotten values and read the questions about forgotten facts. Writes views.jsonl "
-        f"and metrics.json to --out. Systems: {', '.join(MEMORY_REGISTRY.names())}.")
-    add_run_args(p, systems_help="memory systems (registry keys), forget requests delivered")
-    p.add_argument("--ignore-forget", dest="ignore_forget", nargs="*", default=[], metavar="NAME",
-                   help="systems also run with forget requests not delivered (the naive contrast; default: none)")
-    p.set_defaults(func=run_erasure)

@@ -11,9 +11,9 @@ from __future__ import annotations
 import csv
 import sys
 from pathlib import Path
-from typing import Any
 
 from clerk.errors import UserError
+from clerk.evaluate.config import ReadCostConfig
 from clerk.evaluate.runner import load_timelines_file, make_systems, replay
 from clerk.evaluate.summary import mean_or_none
 from clerk.memory import EvalConfig, Runtime
@@ -45,7 +45,7 @@ def read_cost(timelines: list[dict], runtime: Runtime, views: tuple[str, ...] = 
             for (index, name), counts in sorted(sums.items(), key=lambda kv: (kv[0][0], order[kv[0][1]]))]
 
 
-def run_read_cost(args: Any) -> None:
+def run_read_cost(args: ReadCostConfig) -> None:
     """``clerk read-cost``: write the probe's CSV (see :func:`read_cost`)."""
     from transformers import AutoTokenizer
 

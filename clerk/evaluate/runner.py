@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from clerk.errors import UserError
+from clerk.evaluate.config import EvaluateConfig
 from clerk.evaluate.schemas import METRICS_SCHEMA_ID, validate_record, write_jsonl
 from clerk.evaluate.summary import is_stale_error, ledger_row, summarize
 from clerk.memory import MEMORY_REGISTRY, EvalConfig, MemorySystem, Registry, Runtime
@@ -241,25 +242,34 @@ def load_timelines_file(path: str) -> list[dict]:
     return timelines
 
 
-def run_evaluate(args: Any, registry: Registry = MEMORY_REGISTRY) -> None:
+def runtime_from_config(cfg: EvaluateConfig) -> Runtime:
+    """The :class:`~clerk.memory.Runtime` of a replay run (torch threads set first)."""
+    from clerk.models.device import set_torch_threads
+
+    set_torch_threads(cfg.threads)
+    runtime = Runtime(cfg.eval, model_dir=cfg.model, adapter_dir=cfg.adapter, reader_adapter_dir=cfg.reader_adapter)
+    runtime.predicates = catalogue_keys(cfg.phrasings)
+    return runtime
+
+
+def run_evaluate(cfg: EvaluateConfig, registry: Registry = MEMORY_REGISTRY) -> None:
     """``clerk evaluate``: evaluate, then write predictions.jsonl, ledgers.jsonl and metrics.json (last).
 
     Raises:
         UserError: bad arguments or timelines (see :func:`make_systems`, :class:`EvalConfig`).
     """
     start = time.perf_counter()
-    from clerk.evaluate.cli import runtime_from_args
     from clerk.models.hashes import sha256_file
 
-    runtime = runtime_from_args(args)
-    cfg = runtime.config
-    make_systems(args.systems, runtime, registry)  # fail on bad names before loading anything
-    timelines = load_timelines_file(args.timelines)
+    runtime = runtime_from_config(cfg)
+    systems = list(cfg.systems)
+    make_systems(systems, runtime, registry)  # fail on bad names before loading anything
+    timelines = load_timelines_file(cfg.timelines)
     if any(session.get("forget") for tl in timelines for session in tl["sessions"]):
-        raise UserError(f"--timelines {args.timelines!r} holds forget requests, which clerk evaluate does not "
+        raise UserError(f"--timelines {cfg.timelines!r} holds forget requests, which clerk evaluate does not "
                         "deliver; replay it with clerk erasure")
-    predictions, ledger_rows, summary = evaluate(timelines, args.systems, runtime, registry, progress=not args.quiet)
-    out = Path(args.out)
+    predictions, ledger_rows, summary = evaluate(timelines, systems, runtime, registry, progress=not cfg.quiet)
+    out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     write_jsonl(out / "predictions.jsonl", "predictions", predictions)
     write_jsonl(out / "ledgers.jsonl", "ledgers", ledger_rows)
@@ -267,11 +277,10 @@ def run_evaluate(args: Any, registry: Registry = MEMORY_REGISTRY) -> None:
 
     metrics = {
         "schema": METRICS_SCHEMA_ID,
-        "input": {"path": str(args.timelines), "sha256": sha256_file(args.timelines), "n_personas": len(timelines),
+        "input": {"path": str(cfg.timelines), "sha256": sha256_file(cfg.timelines), "n_personas": len(timelines),
                   "splits": sorted({tl["split"] for tl in timelines}), "seeds": sorted({tl["seed"] for tl in timelines})},
-        "config": {"systems": list(args.systems), "model": args.model, "adapter": args.adapter,
-                   "reader_adapter": args.reader_adapter, **cfg.to_dict()},
-        "versions": {"clerk": __version__, **{name: summary[name]["version"] for name in args.systems}},
+        "config": cfg.record(),
+        "versions": {"clerk": __version__, **{name: summary[name]["version"] for name in systems}},
         "systems": summary,
         "wall_seconds": float(time.perf_counter() - start),
     }

@@ -19,10 +19,23 @@ def main(args: Any) -> None:
     """``clerk generate``: write timelines to ``args.out`` and print their stats to stderr."""
     cfg = GeneratorConfig(seed=args.seed, split=args.split, personas=args.personas, sessions=args.sessions,
                           budget=args.budget, n_init=args.init_facts, forgets=args.forgets,
-                          questions=_count_range(args.questions, "--questions"))
+                          questions=_questions(args.questions))
     timelines = generate_from_config(cfg, args.phrasings)
     write_timelines(args.out, timelines)
     print(json.dumps(timeline_stats(timelines), indent=1), file=sys.stderr)
+
+
+def _questions(value: str | tuple | list) -> tuple[int, int]:
+    """``--questions``: ``"LOW-HIGH"`` text (a flag) or a ``[low, high]`` pair (``--config``).
+
+    >>> _questions("1-3"), _questions((3, 3))
+    ((1, 3), (3, 3))
+    """
+    if isinstance(value, str):
+        return _count_range(value, "--questions")
+    if len(value) != 2 or not all(type(v) is int for v in value):
+        raise UserError(f"questions must be a [low, high] pair of whole numbers, got {list(value)!r}")
+    return int(value[0]), int(value[1])
 
 
 def _count_range(text: str, flag: str) -> tuple[int, int]:
@@ -57,7 +70,7 @@ def register_cli(sub: Any) -> None:
     p.add_argument("--budget", type=int, default=12, help="ledger slots B, >= 1 (default: 12)")
     p.add_argument("--init-facts", type=int, default=4, dest="init_facts",
                    help="facts stated in session 0 (default: 4)")
-    p.add_argument("--questions", default="1-3", metavar="LOW-HIGH",
+    p.add_argument("--questions", type=_questions, default=(1, 3), metavar="LOW-HIGH",
                    help="questions per session >= 1, a range drawn uniformly (as many as the ledger supports; "
                    "SPEC §2: 1-3; default: 1-3)")
     p.add_argument("--forgets", type=int, default=0, metavar="K",

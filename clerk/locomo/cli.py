@@ -39,7 +39,7 @@ from clerk.locomo.files import (
 from clerk.locomo.inspection import main_inspect
 from clerk.locomo.subsets import all_questions, count_by_category, restrict, stratified_subset
 from clerk.locomo.table2 import main_table
-from clerk.memory.base import DTYPES, Runtime
+from clerk.memory.base import DTYPES, READER_MODELS, Runtime
 
 # --- clerk locomo ----------------------------------------------------------------------------
 
@@ -55,12 +55,13 @@ def _prepare(args: argparse.Namespace) -> tuple[LocomoConfig, Path, LocomoEvalCo
     data = resolve_locomo_path(cfg.path, cfg.download)
     if not Path(args.model).is_dir():
         raise UserError(f"--model: expected a model directory, got {args.model!r}")
-    if args.adapter is not None and not Path(args.adapter).is_dir():
-        raise UserError(f"--adapter: expected an adapter directory, got {args.adapter!r}")
+    for flag, value in (("--adapter", args.adapter), ("--reader-adapter", args.reader_adapter)):
+        if value is not None and not Path(value).is_dir():
+            raise UserError(f"{flag}: expected an adapter directory, got {value!r}")
     ecfg = LocomoEvalConfig(budget=args.budget, summary_k=args.summary_k, max_new_tokens=args.max_new_tokens,
-                            batch_size=args.batch_size, reader_model=args.reader_model,
+                            batch_size=args.batch_size, reader_model=args.reader_model, reader_pmi=args.reader_pmi,
                             max_read_tokens=args.max_read_tokens, dtype=args.dtype)
-    runtime = Runtime(ecfg, model_dir=args.model, adapter_dir=args.adapter)
+    runtime = Runtime(ecfg, model_dir=args.model, adapter_dir=args.adapter, reader_adapter_dir=args.reader_adapter)
     make_systems(list(cfg.systems), runtime, locomo_registry())  # fail on names/adapter before loading
     return cfg, data, ecfg, runtime
 
@@ -142,7 +143,8 @@ def main_locomo(args: argparse.Namespace) -> None:
         "subset": {"max_questions": cfg.max_questions, "seed": cfg.seed, "size": len(chosen),
                    "per_category": selection["per_category"], "adversarial": selection["adversarial"],
                    "mc_seed": cfg.mc_seed},
-        "config": {"systems": list(cfg.systems), "model": args.model, "adapter": args.adapter, **ecfg.to_dict(),
+        "config": {"systems": list(cfg.systems), "model": args.model, "adapter": args.adapter,
+                   "reader_adapter": args.reader_adapter, **ecfg.to_dict(),
                    "context_tokens": runtime.context_tokens, "view_budget_tokens": runtime.view_budget()},
         "versions": {"clerk": __version__, **{name: summaries[name]["version"] for name in cfg.systems}},
         "systems": summaries,
@@ -200,8 +202,15 @@ def _add_locomo(sub: argparse._SubParsersAction) -> None:
                    help=f"generation cap of the ledger writers per session, tokens; default: {d.max_new_tokens}")
     p.add_argument("--batch-size", dest="batch_size", type=int, default=d.batch_size, metavar="N",
                    help=f"conversations per generation batch; default: {d.batch_size}")
-    p.add_argument("--reader-model", dest="reader_model", choices=("base", "adapter"), default=d.reader_model,
-                   help="model reading full and summary-rag (default: base)")
+    p.add_argument("--reader-adapter", dest="reader_adapter", metavar="DIR", default=None,
+                   help="the separate reader's LoRA adapter (clerk train on ANSWER examples); needed by "
+                   "--reader-model reader, the synthetic evaluation's instrument; default: none")
+    p.add_argument("--reader-model", dest="reader_model", choices=READER_MODELS, default=d.reader_model,
+                   help="the one model that reads every system: base, adapter (the policy's --adapter) or "
+                   f"reader (--reader-adapter); default: {d.reader_model}")
+    p.add_argument("--reader-pmi", dest="reader_pmi", type=float, default=d.reader_pmi, metavar="A",
+                   help="contextual calibration of the MC reader, A in [0, 1], as in clerk evaluate "
+                   f"(default: {d.reader_pmi})")
     p.add_argument("--dtype", choices=DTYPES, default=d.dtype,
                    help="inference dtype of every model; auto = bf16 on CUDA, fp32 on CPU (default: auto)")
     # output and sampling

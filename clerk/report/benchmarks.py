@@ -1,9 +1,9 @@
 """Wall time, CPU time and peak memory per workflow stage, from Snakemake benchmark files (SPEC §8).
 
-The stage is the TSV's folder below the root (``benchmarks/runs/<rule>/<wildcards>.tsv``); the
+The stage is the TSV's folder below the root (``logs/benchmarks/<rule>/<wildcards>.tsv``); the
 Markdown table lists stages in pipeline order with a total.
 
-    clerk table-benchmarks --tsv benchmarks/runs/*/*.tsv --out results/benchmarks.csv --markdown results/benchmarks.md
+    clerk table-benchmarks --tsv logs/benchmarks/*/*.tsv --out results/benchmarks.csv --markdown results/benchmarks.md
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ BENCHMARK_COLUMNS = ("s", "max_rss", "cpu_time")
 def benchmarks_table(paths: list[str], root: str):
     """Wall time, CPU time and peak memory per workflow stage from Snakemake ``benchmark:`` TSVs.
 
-    The stage is the TSV's folder below ``root`` (``benchmarks/runs/<rule>/<wildcards>.tsv``).
+    The stage is the TSV's folder below ``root`` (``logs/benchmarks/<rule>/<wildcards>.tsv``).
 
     Returns:
         One row per stage: ``stage, jobs, wall_s_total, wall_s_max, cpu_s_total, max_rss_mb``.

@@ -15,7 +15,7 @@ Verbs (paths as the workflow uses them):
     clerk table-erasure --metrics results/erasure/*/metrics.json --out results/table5.csv \\
         --seeds-out results/table5_seeds.csv --markdown results/table5.md
     clerk table-read-cost --csv results/readcost/*.csv --out results/read_cost.csv
-    clerk table-benchmarks --tsv benchmarks/runs/*/*.tsv --out results/benchmarks.csv --markdown results/benchmarks.md
+    clerk table-benchmarks --tsv logs/benchmarks/*/*.tsv --out results/benchmarks.csv --markdown results/benchmarks.md
     clerk table-setup --timelines results/data/*/*.jsonl --metrics results/eval/*/*/metrics.json \\
         --train results/train/* --streams results/streams/*.json --out results/setup.json --markdown results/setup.md
     clerk locomo-status --out results/locomo_status.md
@@ -24,6 +24,7 @@ Verbs (paths as the workflow uses them):
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 from typing import Callable
 
@@ -137,9 +138,16 @@ def _setup_main(args) -> None:
         write_text(args.markdown, setup_markdown(facts))
 
 
+def _true_false(text: str) -> bool:
+    """``true`` / ``false`` -> bool (``--config`` passes a JSON bool)."""
+    if text not in ("true", "false"):
+        raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
+    return text == "true"
+
+
 def _locomo_main(args) -> None:
     write_text(args.out, LOCOMO_NOT_RUN.format(path=f"`{args.path}`" if args.path else "empty",
-                                               download=args.download))
+                                               download=str(args.download).lower()))
 
 
 def _figure_main(args) -> None:
@@ -231,7 +239,7 @@ def _add_run_tables(sub) -> None:
     p = sub.add_parser("table-benchmarks", help="wall time, CPU time and memory per workflow stage",
                        description="Collect Snakemake benchmark TSVs (ROOT/<rule>/<job>.tsv) into one row per stage.")
     p.add_argument("--tsv", nargs="+", required=True, help="benchmark TSV files")
-    p.add_argument("--root", default="benchmarks/runs", help="folder holding <rule>/ folders (default: benchmarks/runs)")
+    p.add_argument("--root", default="logs/benchmarks", help="folder holding <rule>/ folders (default: logs/benchmarks)")
     p.add_argument("--order", nargs="*", default=None, help="stage order for the Markdown table (default: sorted)")
     p.add_argument("--out", required=True, help="CSV to write (seconds, MB)")
     p.add_argument("--markdown", default=None, help="Markdown table to write")
@@ -253,7 +261,7 @@ def _add_run_tables(sub) -> None:
     p = sub.add_parser("locomo-status", help="the paper paragraph stating that LoCoMo was not run",
                        description="Write the Markdown paragraph the paper includes when no LoCoMo data is configured.")
     p.add_argument("--path", default="", help="configured locomo.path (empty = none)")
-    p.add_argument("--download", choices=("true", "false"), default="false",
+    p.add_argument("--download", type=_true_false, default=False, metavar="true|false",
                    help="configured locomo.download (default: false)")
     p.add_argument("--out", required=True, help="Markdown file to write")
     p.set_defaults(func=_locomo_main)

@@ -14,12 +14,18 @@ from clerk.errors import UserError
 from clerk.sft.dataset import sft_stats, to_dataset_dict, write_sft
 from clerk.sft.examples import SFTDataConfig, build_rows
 
-def parse_weights(text: str) -> dict[str, float]:
-    """``"ledger=3,full=1"`` -> ``{"ledger": 3.0, "full": 1.0}`` (order kept).
+def parse_weights(text: str | dict) -> dict[str, float]:
+    """``"ledger=3,full=1"`` (a flag) or ``{"ledger": 3, "full": 1}`` (``--config``) ->
+    ``{"ledger": 3.0, "full": 1.0}`` (order kept).
 
-    >>> parse_weights("ledger=3,full=0.5")
-    {'ledger': 3.0, 'full': 0.5}
+    >>> parse_weights("ledger=3,full=0.5"), parse_weights({"ledger": 2})
+    ({'ledger': 3.0, 'full': 0.5}, {'ledger': 2.0})
     """
+    if isinstance(text, dict):
+        bad = {k: v for k, v in text.items() if type(v) not in (int, float)}
+        if bad:
+            raise UserError(f"answer_views: expected kind: weight numbers, got {bad!r}")
+        return {str(k): float(v) for k, v in text.items()}
     out = {}
     for part in filter(None, text.split(",")):
         kind, _, weight = part.partition("=")
@@ -68,7 +74,7 @@ def register_cli(sub: Any) -> None:
     p.add_argument("--seed", required=True, type=int, help="base seed of the persona split, answer sampling and shuffles")
     p.add_argument("--answer-ratio", type=float, default=0.5, metavar="X",
                    help="ANSWER examples per CONSOLIDATE example in each split (>= 0; 0 = none; default 0.5)")
-    p.add_argument("--answer-views", default="ledger=1", metavar="KIND=W,...",
+    p.add_argument("--answer-views", type=parse_weights, default="ledger=1", metavar="KIND=W,...",
                    help="view kinds of the ANSWER examples and their weights, e.g. ledger=3,full=1,window=1 "
                    "(kinds: ledger, full, window, rag, add-only; default ledger=1)")
     p.add_argument("--tasks", choices=("both", "consolidate", "answer"), default="both",

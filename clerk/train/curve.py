@@ -17,8 +17,10 @@ constrained decoder adds, measured on validation personas.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +62,36 @@ def score_adapter(model_dir: str, adapter_dir: Path, pairs: list[tuple[dict, dic
     return row
 
 
-def learning_curve(args: Any) -> list[dict[str, Any]]:
+@dataclass
+class CurveConfig:
+    """One ``clerk learning-curve`` run (its flags and ``--config`` keys map 1:1)."""
+
+    timelines: str
+    sft: str
+    model: str
+    adapter: str
+    out: str = ""
+    sessions: int = 0  # validation sessions scored; 0 = all
+    max_new_tokens: int = 96
+    batch_size: int = 16
+    phrasings: str | None = None
+    dtype: str = "float32"
+    threads: int = 0
+
+    def __post_init__(self) -> None:
+        from clerk.memory.base import DTYPES
+
+        checks = [("sessions", type(self.sessions) is int and self.sessions >= 0, "an int >= 0"),
+                  ("max_new_tokens", type(self.max_new_tokens) is int and self.max_new_tokens >= 1, "an int >= 1"),
+                  ("batch_size", type(self.batch_size) is int and self.batch_size >= 1, "an int >= 1"),
+                  ("threads", type(self.threads) is int and self.threads >= 0, "an int >= 0"),
+                  ("dtype", self.dtype in DTYPES, f"one of {', '.join(DTYPES)}")]
+        for name, ok, expected in checks:
+            if not ok:
+                raise UserError(f"{name} must be {expected}, got {getattr(self, name)!r}")
+
+
+def learning_curve(args: CurveConfig) -> list[dict[str, Any]]:
     """One row per snapshot (by step) plus the final adapter; see the module docstring."""
     from clerk.evaluate.runner import catalogue_keys, load_timelines_file
     from clerk.memory import EvalConfig
@@ -95,7 +126,8 @@ def learning_curve(args: Any) -> list[dict[str, Any]]:
 
 
 def main(args: Any) -> None:
-    rows = learning_curve(args)
+    names = {f.name for f in dataclasses.fields(CurveConfig)}
+    rows = learning_curve(CurveConfig(**{k: v for k, v in vars(args).items() if k in names}))
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.open("w", newline="") as handle:

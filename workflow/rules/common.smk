@@ -1,4 +1,11 @@
-# Shared wiring: config validation, wildcard constraints, input functions and the final targets.
+# Shared wiring: config validation, input functions, the verbs' --config objects and the final
+# targets. Constants the tests need too (splits, figures, paper includes, stages, paths of logs and
+# benchmarks) and the --config objects live in clerk/wiring.py, which the tests import.
+#
+# One way to pass config: a rule hands its verb the config section as one JSON object,
+#   params: cfg=get_<stage>_config   ...   shell: "clerk VERB --config {params.cfg:q} ..."
+# and every value that reaches a shell is quoted with :q.
+import json
 import math
 import os
 from pathlib import Path
@@ -7,13 +14,27 @@ from snakemake.exceptions import WorkflowError
 
 from clerk.config import validate_config
 from clerk.models.device import nvidia_gpu_visible
+from clerk.wiring import (
+    EVAL_SPLITS,
+    FIGURES,
+    MODEL_RULES,
+    PAPER_INCLUDES,
+    SPLITS,
+    TABLE_SPLITS,
+    TABLES,
+    benchmark_path,
+    final_targets,
+    log_path,
+    stage_config,
+    stage_json,
+    stages,
+)
 
 validate_config(config, workflow.source_path("../schemas/config.schema.yaml"))
 
 SEEDS = [str(seed) for seed in config["seeds"]]
-# Timeline splits: train feeds SFT; test and test_ood are evaluated; long is the read-cost probe.
-SPLITS = ["train", "test", "test_ood", "long"]
-EVAL_SPLITS = ["test", "test_ood"]
+# The conda environment of every rule.
+ENV = "../../environment.yml"
 MODEL_DIR = f"resources/models/{config['model']['name']}"
 # The learning curve (validation op-F1 against examples seen) comes from snapshots of one run.
 CURVE_SEED = SEEDS[0]
@@ -93,8 +114,7 @@ MEASURED = {
     "train_reader": (1961.2, 3418.9),
 }
 UNMEASURED = (300.0, 1024.0)
-# Model jobs claim the GPU (see GPU_CLAIM above); others never do.
-MODEL_RULES = ("train", "train_reader", "evaluate", "locomo", "learning_curve", "erasure")
+# Model jobs (clerk.wiring.MODEL_RULES) claim the GPU (see GPU_CLAIM above); others never do.
 
 
 def rule_resources(name):
@@ -140,111 +160,97 @@ def get_phrasings(wildcards):
     return sorted(str(p) for p in Path("clerk/phrasing").glob("*.yaml"))
 
 
-def _generate_flags(split, size, extra=""):
-    """`clerk generate` flags: split, sizes (personas, sessions, optional questions range), the
-    ledger's budget and initial facts, the phrasings file if configured."""
-    questions = size.get("questions", [1, 3])
-    args = (
-        f"--split {split} --personas {size['personas']} --sessions {size['sessions']}"
-        f" --questions {questions[0]}-{questions[1]}{extra}"
-        f" --budget {config['data']['budget']} --init-facts {config['data']['init_facts']}"
+def _config_with_inputs(stage, wildcards, input, **paths):
+    """The stage's --config JSON plus input paths (key -> input name) where the job has them."""
+    cfg = stage_config(config, stage, **wildcards)
+    cfg.update(
+        {key: input[name] for key, name in paths.items() if name in input.keys()}
     )
-    if config["data"].get("phrasings"):
-        args += f" --phrasings {config['data']['phrasings']}"
-    return args
+    return json.dumps(cfg, ensure_ascii=False)
 
 
-def generate_args(wildcards):
-    """Command-line arguments of `clerk generate` for one split. The long-horizon probe uses the
-    test names and phrasings, with many more sessions."""
-    split = "test" if wildcards.split == "long" else wildcards.split
-    return _generate_flags(split, config["data"][wildcards.split])
+def get_generate_config(wildcards):
+    """`clerk generate` of one split: sizes, budget, initial facts, phrasings if configured."""
+    return stage_json(config, "generate", split=wildcards.split)
 
 
-def forget_generate_args(wildcards):
-    """Command-line arguments of `clerk generate` for the erasure study's forget timelines: the
-    test names and phrasings, the `erasure` block's sizes and forget count."""
-    spec = config["erasure"]
-    return _generate_flags("test", spec, f" --forgets {spec['forgets']}")
+def get_forget_config(wildcards):
+    """`clerk generate` of the erasure study's forget timelines (the `erasure` block's sizes)."""
+    return stage_json(config, "generate_forget")
 
 
-def model_args():
-    """Command-line arguments of `clerk materialize-model` for the configured model kind.
-
-    Only the keys of the chosen kind are passed: a profile that switches kind (smoke.yaml merges
-    over config.yaml) must not leak the other kind's keys.
-    """
-    spec = config["model"]
-    keys = {
-        "pypi-gguf": ["package", "file", "sha256"],
-        "hf": ["repo_id", "revision"],
-        "local": ["path"],
-        "scratch": ["vocab_size", "hidden", "layers", "heads", "intermediate"],
-    }[spec["kind"]]
-    args = [f"--kind {spec['kind']}"]
-    args += [f"--{key.replace('_', '-')} {spec[key]}" for key in keys]
-    return " ".join(args)
+def get_sft_config(wildcards):
+    """`clerk build-sft` of the policy: the `sft` block (CONSOLIDATE only beside a separate reader)."""
+    return stage_json(config, "build_sft")
 
 
-def train_args(wildcards):
-    """Every training hyperparameter of the `train` config block as `clerk train` flags (the
-    policy's adapter; snapshots for the learning curve on CURVE_SEED)."""
-    snapshots = config["train"].get("snapshot_steps", 0) if wildcards.seed == CURVE_SEED else 0
-    return _train_flags(config["train"], snapshots)
+def get_sft_reader_config(wildcards):
+    """`clerk build-sft` of the separate reader: ANSWER examples, the `reader` block's ratio."""
+    return stage_json(config, "build_sft_reader")
 
 
-def reader_train_args(wildcards):
-    """`clerk train` flags of the separate reader: the `train` recipe with the `reader` block's
-    step count, no snapshots."""
-    return _train_flags({**config["train"], "max_steps": config["reader"]["max_steps"]}, 0)
+def get_model_config(wildcards, input):
+    """`clerk materialize-model`: the chosen kind's keys of the `model` block (and the scratch
+    model's tokenizer timelines)."""
+    return _config_with_inputs("base_model", {}, input, timelines="timelines")
 
 
-def _train_flags(spec, snapshots):
-    args = [
-        f"--{key.replace('_', '-')} {spec[key]}"
-        for key in (
-            "lr",
-            "max_steps",
-            "epochs",
-            "batch_size",
-            "grad_accum",
-            "max_length",
-        )
-    ]
-    args += [f"--lora-{key} {spec[f'lora_{key}']}" for key in ("r", "alpha", "dropout")]
-    args.append(f"--lora-targets {','.join(spec['lora_targets'])}")
-    if spec.get("modules_to_save"):
-        args.append(f"--modules-to-save {','.join(spec['modules_to_save'])}")
-    args.append(f"--bf16 {spec['bf16']} --save-steps {spec['save_steps']}")
-    args.append(f"--snapshot-steps {snapshots}")
-    args.append("--eval" if spec["validation_loss"] else "--no-eval")
-    return " ".join(args)
+def get_train_config(wildcards):
+    """`clerk train` of the policy: the `train` block (snapshots on CURVE_SEED only)."""
+    return stage_json(config, "train", seed=wildcards.seed)
 
 
-def sft_args(role):
-    """`clerk build-sft` flags of the `sft` block for the policy's SFT set ("policy": the mixture,
-    or CONSOLIDATE examples only beside a separate reader) or the separate reader's ("reader":
-    ANSWER examples only, `reader.answer_ratio` of them per CONSOLIDATE example). The persona split
-    and the sampled questions are the same for both."""
-    spec = config["sft"]
-    ratio = config["reader"]["answer_ratio"] if role == "reader" else spec["answer_ratio"]
-    tasks = "answer" if role == "reader" else ("consolidate" if SEPARATE_READER else "both")
-    views = ",".join(f"{kind}={weight}" for kind, weight in spec["answer_views"].items())
-    return (
-        f"--answer-ratio {ratio} --val-fraction {spec['val_fraction']} --answer-views {views}"
-        f" --evict-weight {spec['evict_weight']} --tasks {tasks}"
-        f" --window-k {config['evaluate']['window_k']} --rag-k {config['evaluate']['rag_k']}"
+def get_train_reader_config(wildcards):
+    """`clerk train` of the separate reader: the `reader` block's steps, no snapshots."""
+    return stage_json(config, "train_reader")
+
+
+def get_curve_config(wildcards):
+    return stage_json(config, "learning_curve")
+
+
+def get_evaluate_config(wildcards, input):
+    """`clerk evaluate`: the `evaluate` block, and the reader adapter when one reads."""
+    return _config_with_inputs("evaluate", {}, input, reader_adapter="reader_adapter")
+
+
+def get_erasure_config(wildcards, input):
+    """`clerk erasure`: the `erasure` block's systems, the `evaluate` block's knobs."""
+    return _config_with_inputs("erasure", {}, input, reader_adapter="reader_adapter")
+
+
+def get_read_cost_config(wildcards):
+    return stage_json(config, "read_cost")
+
+
+def get_streams_config(wildcards):
+    return stage_json(config, "streams")
+
+
+def get_eviction_config(wildcards):
+    return stage_json(config, "eviction_study")
+
+
+def get_locomo_config(wildcards, input):
+    """`clerk locomo`: the `locomo` block, the evaluation's reader and writers, and the data file
+    and adapters the job has as inputs (a path wins over a download)."""
+    return _config_with_inputs(
+        "locomo",
+        {},
+        input,
+        data="data",
+        adapter="adapter",
+        reader_adapter="reader_adapter",
     )
 
 
 def reader_inputs(wildcards):
     """The separate reader's adapter for the jobs that read (evaluate, erasure), when configured."""
-    return {"reader_adapter": f"results/train_reader/{wildcards.seed}"} if SEPARATE_READER else {}
-
-
-def reader_flag(wildcards, input):
-    """`--reader-adapter DIR` when a separate reader reads, else nothing."""
-    return f"--reader-adapter {input.reader_adapter}" if "reader_adapter" in input.keys() else ""
+    return (
+        {"reader_adapter": f"results/train_reader/{wildcards.seed}"}
+        if SEPARATE_READER
+        else {}
+    )
 
 
 def get_model_inputs(wildcards):
@@ -261,37 +267,9 @@ def locomo_enabled():
 
 
 def get_final_output():
-    """Every artifact of the paper: the targets of the default target."""
-    targets = expand("results/data/{seed}/{split}.jsonl", seed=SEEDS, split=SPLITS)
-    targets += expand("results/sft/{seed}", seed=SEEDS)
-    targets += expand("results/eviction/{seed}.csv", seed=SEEDS)
-    targets += expand("results/train/{seed}", seed=SEEDS)
-    if SEPARATE_READER:
-        targets += expand("results/{kind}/{seed}", kind=["sft_reader", "train_reader"], seed=SEEDS)
-    targets += expand(
-        "results/eval/{seed}/{split}/metrics.json", seed=SEEDS, split=EVAL_SPLITS
-    )
-    targets += expand("results/readcost/{seed}.csv", seed=SEEDS)
-    targets += expand("results/erasure/{seed}/metrics.json", seed=SEEDS)
-    targets += ["results/curve/learning_curve.csv"]
-    # The report stage (workflow/rules/report.smk): tables, figures, numbers, paper, provenance.
-    targets += expand(
-        "results/{table}.csv", table=["table1", "table3", "table4", "table5", "table_paired"]
-    )
-    targets += ["results/read_cost.csv", "results/setup.json", "results/benchmarks.csv"]
-    targets += expand(
-        "results/figures/{figure}.{ext}", figure=FIGURES, ext=["pdf", "png"]
-    )
-    targets += [
-        "results/environment.md",
-        "results/rulegraph.mmd",
-        "results/numbers.json",
-    ]
-    # LoCoMo (table 2) targets come from get_locomo_output() (locomo.smk) when enabled; the
-    # paper then includes results/table2.md instead of the not-run note (report.smk).
-    # The paper, then the manifest: written last, it lists everything above.
-    targets += ["paper/paper.md", "results/manifest.json"]
-    return targets
+    """Every artifact of the paper: the targets of the default target (clerk.wiring.final_targets;
+    LoCoMo's come from get_locomo_output() when enabled)."""
+    return final_targets(SEEDS, SEPARATE_READER)
 
 
 def get_locomo_inputs(wildcards):
@@ -303,17 +281,14 @@ def get_locomo_inputs(wildcards):
     }
     if config["locomo"]["path"]:
         inputs["data"] = config["locomo"]["path"]
-    if "clerk" in config["locomo"]["systems"]:
+    if (
+        "clerk" in config["locomo"]["systems"]
+        or config["evaluate"]["reader_model"] == "adapter"
+    ):
         inputs["adapter"] = f"results/train/{wildcards.seed}"
+    # The one instrument of every system (SPEC §6), as in evaluate: the separate reader adapter.
+    inputs.update(reader_inputs(wildcards))
     return inputs
-
-
-def locomo_args(wildcards, input):
-    """Data source and adapter flags of `clerk locomo` (a path wins over a download)."""
-    args = [f"--data {input.data}"] if "data" in input.keys() else ["--download"]
-    if "adapter" in input.keys():
-        args.append(f"--adapter {input.adapter}")
-    return " ".join(args)
 
 
 def get_locomo_output():

@@ -8,17 +8,18 @@ rule generate:
     output:
         timelines="results/data/{seed}/{split}.jsonl",
     log:
-        "logs/generate/{seed}_{split}.log",
+        log_path("generate", "{seed}_{split}"),
     benchmark:
-        "benchmarks/runs/generate/{seed}_{split}.tsv"
+        benchmark_path("generate", "{seed}_{split}")
     conda:
-        "../../environment.yml"
+        ENV
     resources:
         **rule_resources("generate"),
     params:
-        args=generate_args,
+        cfg=get_generate_config,
     shell:
-        "clerk generate --seed {wildcards.seed} {params.args} --out {output.timelines} > {log} 2>&1"
+        "clerk generate --config {params.cfg:q} --seed {wildcards.seed:q}"
+        " --out {output.timelines:q} > {log:q} 2>&1"
 
 
 rule build_sft:
@@ -31,18 +32,18 @@ rule build_sft:
     output:
         sft=directory("results/sft/{seed}"),
     log:
-        "logs/build_sft/{seed}.log",
+        log_path("build_sft", "{seed}"),
     benchmark:
-        "benchmarks/runs/build_sft/{seed}.tsv"
+        benchmark_path("build_sft", "{seed}")
     conda:
-        "../../environment.yml"
+        ENV
     resources:
         **rule_resources("build_sft"),
     params:
-        args=sft_args("policy"),
+        cfg=get_sft_config,
     shell:
-        "clerk build-sft --timelines {input.timelines} --tokenizer {input.model} --seed {wildcards.seed}"
-        " {params.args} --out {output.sft} > {log} 2>&1"
+        "clerk build-sft --config {params.cfg:q} --timelines {input.timelines:q}"
+        " --tokenizer {input.model:q} --seed {wildcards.seed:q} --out {output.sft:q} > {log:q} 2>&1"
 
 
 # The separate reader's SFT set (evaluate.reader_model: reader; common.smk SEPARATE_READER): ANSWER
@@ -56,15 +57,15 @@ rule build_sft_reader:
     output:
         sft=directory("results/sft_reader/{seed}"),
     log:
-        "logs/build_sft_reader/{seed}.log",
+        log_path("build_sft_reader", "{seed}"),
     benchmark:
-        "benchmarks/runs/build_sft_reader/{seed}.tsv"
+        benchmark_path("build_sft_reader", "{seed}")
     conda:
-        "../../environment.yml"
+        ENV
     resources:
         **rule_resources("build_sft"),
     params:
-        args=sft_args("reader"),
+        cfg=get_sft_reader_config,
     shell:
-        "clerk build-sft --timelines {input.timelines} --tokenizer {input.model} --seed {wildcards.seed}"
-        " {params.args} --out {output.sft} > {log} 2>&1"
+        "clerk build-sft --config {params.cfg:q} --timelines {input.timelines:q}"
+        " --tokenizer {input.model:q} --seed {wildcards.seed:q} --out {output.sft:q} > {log:q} 2>&1"

@@ -9,17 +9,18 @@ rule generate_forget:
     output:
         timelines="results/data/{seed}/forget.jsonl",
     log:
-        "logs/generate_forget/{seed}.log",
+        log_path("generate_forget", "{seed}"),
     benchmark:
-        "benchmarks/runs/generate_forget/{seed}.tsv"
+        benchmark_path("generate_forget", "{seed}")
     conda:
-        "../../environment.yml"
+        ENV
     resources:
         **rule_resources("generate_forget"),
     params:
-        args=forget_generate_args,
+        cfg=get_forget_config,
     shell:
-        "clerk generate --seed {wildcards.seed} {params.args} --out {output.timelines} > {log} 2>&1"
+        "clerk generate --config {params.cfg:q} --seed {wildcards.seed:q}"
+        " --out {output.timelines:q} > {log:q} 2>&1"
 
 
 rule erasure:
@@ -29,7 +30,14 @@ rule erasure:
         model=MODEL_DIR,
         adapter="results/train/{seed}",
         code=code(
-            "evaluate", "metrics", "scoring", "models", "prompts", "generator", "store", "program"
+            "evaluate",
+            "metrics",
+            "scoring",
+            "models",
+            "prompts",
+            "generator",
+            "store",
+            "program",
         ),
         systems=get_memory_code,
         phrasings=get_phrasings,
@@ -37,35 +45,21 @@ rule erasure:
         metrics="results/erasure/{seed}/metrics.json",
         views="results/erasure/{seed}/views.jsonl",
     log:
-        "logs/erasure/{seed}.log",
+        log_path("erasure", "{seed}"),
     benchmark:
-        "benchmarks/runs/erasure/{seed}.tsv"
+        benchmark_path("erasure", "{seed}")
     conda:
-        "../../environment.yml"
+        ENV
     threads: MODEL_JOB_THREADS
     resources:
         **rule_resources("erasure"),
     params:
+        cfg=get_erasure_config,
         outdir=lambda wc, output: Path(output.metrics).parent,
-        systems=lambda wc: " ".join(config["erasure"]["systems"]),
-        ignore=lambda wc: " ".join(config["erasure"]["ignore_forget"]),
-        window_k=lookup(dpath="evaluate/window_k", within=config),
-        rag_k=lookup(dpath="evaluate/rag_k", within=config),
-        max_new_tokens=lookup(dpath="evaluate/max_new_tokens", within=config),
-        batch_size=lookup(dpath="evaluate/batch_size", within=config),
-        reader_model=lookup(dpath="evaluate/reader_model", within=config),
-        reader_pmi=lookup(dpath="evaluate/reader_pmi", within=config),
-        constrained=lambda wc: "--constrained" if config["evaluate"]["constrained"] else "--no-constrained",
-        phrasings=lambda wc: f"--phrasings {config['data']['phrasings']}" if config["data"].get("phrasings") else "",
-        dtype=lookup(dpath="evaluate/dtype", within=config),
-        reader_adapter=reader_flag,
     shell:
-        "clerk erasure --timelines {input.timelines} --model {input.model}"
-        " --adapter {input.adapter} {params.reader_adapter} --systems {params.systems} --ignore-forget {params.ignore}"
-        " --window-k {params.window_k} --rag-k {params.rag_k}"
-        " --max-new-tokens {params.max_new_tokens} --batch-size {params.batch_size}"
-        " --reader-model {params.reader_model} --reader-pmi {params.reader_pmi} {params.constrained} {params.phrasings} --dtype {params.dtype}"
-        " --threads 1 --quiet --out {params.outdir} > {log} 2>&1"
+        "clerk erasure --config {params.cfg:q} --timelines {input.timelines:q}"
+        " --model {input.model:q} --adapter {input.adapter:q} --threads 1 --quiet"
+        " --out {params.outdir:q} > {log:q} 2>&1"
 
 
 rule table_erasure:
@@ -81,13 +75,13 @@ rule table_erasure:
         seeds="results/table5_seeds.csv",
         md="results/table5.md",
     log:
-        "logs/table_erasure/table5.log",
+        log_path("table_erasure", "table5"),
     benchmark:
-        "benchmarks/report/table_erasure/table5.tsv"
+        benchmark_path("table_erasure", "table5")
     conda:
-        "../../environment.yml"
+        ENV
     resources:
         **rule_resources("table_erasure"),
     shell:
-        "clerk table-erasure --metrics {input.metrics} --out {output.csv}"
-        " --seeds-out {output.seeds} --markdown {output.md} > {log} 2>&1"
+        "clerk table-erasure --metrics {input.metrics:q} --out {output.csv:q}"
+        " --seeds-out {output.seeds:q} --markdown {output.md:q} > {log:q} 2>&1"

@@ -1,6 +1,7 @@
 # LoCoMo-MC10 zero-shot transfer (SPEC §7): every memory system over every conversation, then
 # table 2 aggregated over seeds. LoCoMo is CC BY-NC 4.0 and never committed, so these jobs join the
 # DAG only when locomo_enabled() (common.smk): `locomo.path` is set or `locomo.download` is true.
+# The smoke profile points `locomo.path` at the project's mini fixture (tests/fixtures/locomo).
 #
 # Setting the path on the command line (Snakemake 9): `--config locomo.path=FILE` is rejected
 # ("Config entry must start with a valid identifier"); pass the nested block instead, which
@@ -9,6 +10,8 @@
 #   snakemake -n --config 'locomo={path: tests/fixtures/locomo/locomo10_mini.json}'
 # (values given this way are strings: use it for `path`; set `download: true` in a config file.)
 # The ledger budget on LoCoMo is the synthetic one (`data.budget`): the trained policy's budget.
+# Every system is read by the synthetic evaluation's instrument (`evaluate.reader_model`: with
+# `reader`, the separate reader adapter; `evaluate.reader_pmi`).
 
 
 rule locomo:
@@ -19,30 +22,20 @@ rule locomo:
         predictions="results/locomo/{seed}/predictions.jsonl",
         selection="results/locomo/{seed}/selection.json",
     log:
-        "logs/locomo/{seed}.log",
+        log_path("locomo", "{seed}"),
     benchmark:
-        "benchmarks/runs/locomo/{seed}.tsv"
+        benchmark_path("locomo", "{seed}")
     conda:
-        "../../environment.yml"
+        ENV
     threads: MODEL_JOB_THREADS
     resources:
         **rule_resources("locomo"),
     params:
+        cfg=get_locomo_config,
         outdir=lambda wc, output: Path(output.metrics).parent,
-        args=locomo_args,
-        systems=lambda wc: " ".join(config["locomo"]["systems"]),
-        max_questions=lookup(dpath="locomo/max_questions", within=config),
-        budget=lookup(dpath="data/budget", within=config),
-        max_new_tokens=lookup(dpath="evaluate/max_new_tokens", within=config),
-        batch_size=lookup(dpath="evaluate/batch_size", within=config),
-        reader_model=lookup(dpath="evaluate/reader_model", within=config),
-        dtype=lookup(dpath="evaluate/dtype", within=config),
     shell:
-        "clerk locomo {params.args} --model {input.model} --systems {params.systems}"
-        " --max-questions {params.max_questions} --seed {wildcards.seed} --budget {params.budget}"
-        " --max-new-tokens {params.max_new_tokens} --batch-size {params.batch_size}"
-        " --reader-model {params.reader_model} --dtype {params.dtype} --threads 1 --quiet"
-        " --out {params.outdir} > {log} 2>&1"
+        "clerk locomo --config {params.cfg:q} --model {input.model:q} --seed {wildcards.seed:q}"
+        " --threads 1 --quiet --out {params.outdir:q} > {log:q} 2>&1"
 
 
 rule table_locomo:
@@ -53,14 +46,13 @@ rule table_locomo:
         csv="results/table2.csv",
         md="results/table2.md",
     log:
-        "logs/table_locomo/table2.log",
+        log_path("table_locomo", "table2"),
     benchmark:
-        # Report stage: kept out of benchmarks/runs/ (see report.smk).
-        "benchmarks/report/table_locomo/table2.tsv"
+        benchmark_path("table_locomo", "table2")
     conda:
-        "../../environment.yml"
+        ENV
     resources:
         **rule_resources("table_locomo"),
     shell:
-        "clerk table-locomo --metrics {input.metrics} --out {output.csv}"
-        " --markdown {output.md} > {log} 2>&1"
+        "clerk table-locomo --metrics {input.metrics:q} --out {output.csv:q}"
+        " --markdown {output.md:q} > {log:q} 2>&1"

@@ -7,20 +7,17 @@ rule base_model:
     output:
         model=directory(MODEL_DIR),
     log:
-        f"logs/base_model/{config['model']['name']}.log",
+        log_path("base_model", config["model"]["name"]),
     benchmark:
-        f"benchmarks/runs/base_model/{config['model']['name']}.tsv"
+        benchmark_path("base_model", config["model"]["name"])
     conda:
-        "../../environment.yml"
+        ENV
     resources:
         **rule_resources("base_model"),
     params:
-        args=model_args(),
-        timelines=lambda wc, input: (
-            f"--timelines {input.timelines}" if "timelines" in input.keys() else ""
-        ),
+        cfg=get_model_config,
     shell:
-        "clerk materialize-model {params.args} {params.timelines} --out {output.model} > {log} 2>&1"
+        "clerk materialize-model --config {params.cfg:q} --out {output.model:q} > {log:q} 2>&1"
 
 
 rule train:
@@ -31,24 +28,24 @@ rule train:
     output:
         adapter=directory("results/train/{seed}"),
     log:
-        "logs/train/{seed}.log",
+        log_path("train", "{seed}"),
     benchmark:
-        "benchmarks/runs/train/{seed}.tsv"
+        benchmark_path("train", "{seed}")
     conda:
-        "../../environment.yml"
+        ENV
     threads: MODEL_JOB_THREADS
     resources:
         **rule_resources("train"),
     params:
-        args=train_args,
+        cfg=get_train_config,
         # Checkpoints live outside the declared output: Snakemake deletes an interrupted job's
         # output directory before rerunning it, and the rerun resumes from here. `clerk train`
         # removes this directory once the adapter is written.
         checkpoints="resources/checkpoints/train/{seed}",
     shell:
-        "clerk train --sft {input.sft} --model {input.model} --seed {wildcards.seed}"
-        " {params.args} --threads 1 --checkpoint-dir {params.checkpoints}"
-        " --out {output.adapter} > {log} 2>&1"
+        "clerk train --config {params.cfg:q} --sft {input.sft:q} --model {input.model:q}"
+        " --seed {wildcards.seed:q} --threads 1 --checkpoint-dir {params.checkpoints:q}"
+        " --out {output.adapter:q} > {log:q} 2>&1"
 
 
 # The separate reader (evaluate.reader_model: reader): the same recipe on its ANSWER-only set.
@@ -60,21 +57,21 @@ rule train_reader:
     output:
         adapter=directory("results/train_reader/{seed}"),
     log:
-        "logs/train_reader/{seed}.log",
+        log_path("train_reader", "{seed}"),
     benchmark:
-        "benchmarks/runs/train_reader/{seed}.tsv"
+        benchmark_path("train_reader", "{seed}")
     conda:
-        "../../environment.yml"
+        ENV
     threads: MODEL_JOB_THREADS
     resources:
         **rule_resources("train_reader"),
     params:
-        args=reader_train_args,
+        cfg=get_train_reader_config,
         checkpoints="resources/checkpoints/train_reader/{seed}",
     shell:
-        "clerk train --sft {input.sft} --model {input.model} --seed {wildcards.seed}"
-        " {params.args} --threads 1 --checkpoint-dir {params.checkpoints}"
-        " --out {output.adapter} > {log} 2>&1"
+        "clerk train --config {params.cfg:q} --sft {input.sft:q} --model {input.model:q}"
+        " --seed {wildcards.seed:q} --threads 1 --checkpoint-dir {params.checkpoints:q}"
+        " --out {output.adapter:q} > {log:q} 2>&1"
 
 
 rule learning_curve:
@@ -89,22 +86,17 @@ rule learning_curve:
     output:
         csv="results/curve/learning_curve.csv",
     log:
-        "logs/learning_curve/learning_curve.log",
+        log_path("learning_curve"),
     benchmark:
-        "benchmarks/runs/learning_curve/learning_curve.tsv"
+        benchmark_path("learning_curve")
     conda:
-        "../../environment.yml"
+        ENV
     threads: MODEL_JOB_THREADS
     resources:
         **rule_resources("learning_curve"),
     params:
-        sessions=lookup(dpath="train/curve_sessions", within=config),
-        max_new_tokens=lookup(dpath="evaluate/max_new_tokens", within=config),
-        batch_size=lookup(dpath="evaluate/batch_size", within=config),
-        phrasings=lambda wc: f"--phrasings {config['data']['phrasings']}" if config["data"].get("phrasings") else "",
-        dtype=lookup(dpath="evaluate/dtype", within=config),
+        cfg=get_curve_config,
     shell:
-        "clerk learning-curve --timelines {input.timelines} --sft {input.sft} --model {input.model}"
-        " --adapter {input.adapter} --sessions {params.sessions} --max-new-tokens {params.max_new_tokens}"
-        " --batch-size {params.batch_size} {params.phrasings} --dtype {params.dtype}"
-        " --threads 1 --out {output.csv} > {log} 2>&1"
+        "clerk learning-curve --config {params.cfg:q} --timelines {input.timelines:q}"
+        " --sft {input.sft:q} --model {input.model:q} --adapter {input.adapter:q}"
+        " --threads 1 --out {output.csv:q} > {log:q} 2>&1"

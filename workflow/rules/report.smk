@@ -1,8 +1,9 @@
 # Tables, figures, the paper and its provenance (SPEC §6, §8).
 # Every number the paper prints comes from a table below via paper/numbers.yaml; the paper rule
 # takes every file it cites (numbers.json sources, includes, figures) as a DAG input, and the
-# manifest is written last. Report-stage benchmarks live in benchmarks/report/ so that the stage
-# wall-time table (benchmarks/runs/ only) never depends on itself.
+# manifest is written last. Every rule logs to logs/<rule>/ and benchmarks to
+# logs/benchmarks/<rule>/ (clerk.wiring.log_path, benchmark_path); the stage wall-time table
+# reads the pipeline stages' benchmarks only, so it never depends on itself.
 
 
 include: "report_inputs.smk"
@@ -25,25 +26,27 @@ rule table_systems:
         md="results/{table}.md",
         cost="results/{table}_cost.md",
     log:
-        "logs/table_systems/{table}.log",
+        log_path("table_systems", "{table}"),
     benchmark:
-        "benchmarks/report/table_systems/{table}.tsv"
+        benchmark_path("table_systems", "{table}")
     wildcard_constraints:
         table="|".join(TABLE_SPLITS),
     conda:
-        "../../environment.yml"
+        ENV
     resources:
         **rule_resources("table_systems"),
     shell:
-        "clerk table-systems --metrics {input.metrics} --out {output.csv}"
-        " --seeds-out {output.seeds} --markdown {output.md} --markdown-cost {output.cost}"
-        " > {log} 2>&1"
+        "clerk table-systems --metrics {input.metrics:q} --out {output.csv:q}"
+        " --seeds-out {output.seeds:q} --markdown {output.md:q}"
+        " --markdown-cost {output.cost:q} > {log:q} 2>&1"
 
 
 rule table_paired:
     input:
         predictions=expand(
-            "results/eval/{seed}/{split}/predictions.jsonl", seed=SEEDS, split=EVAL_SPLITS
+            "results/eval/{seed}/{split}/predictions.jsonl",
+            seed=SEEDS,
+            split=EVAL_SPLITS,
         ),
         code=code("report"),
     output:
@@ -54,16 +57,16 @@ rule table_paired:
         ),
         md="results/table_paired.md",
     log:
-        "logs/table_paired/table_paired.log",
+        log_path("table_paired"),
     benchmark:
-        "benchmarks/report/table_paired/table_paired.tsv"
+        benchmark_path("table_paired")
     conda:
-        "../../environment.yml"
+        ENV
     resources:
         **rule_resources("table_paired"),
     shell:
-        "clerk table-paired --predictions {input.predictions} --out {output.csv}"
-        " --markdown {output.md} > {log} 2>&1"
+        "clerk table-paired --predictions {input.predictions:q} --out {output.csv:q}"
+        " --markdown {output.md:q} > {log:q} 2>&1"
 
 
 rule table_eviction:
@@ -79,20 +82,18 @@ rule table_eviction:
         seeds="results/table4_seeds.csv",
         md="results/table4.md",
     log:
-        "logs/table_eviction/table4.log",
+        log_path("table_eviction", "table4"),
     benchmark:
-        "benchmarks/report/table_eviction/table4.tsv"
+        benchmark_path("table_eviction", "table4")
     conda:
-        "../../environment.yml"
+        ENV
     resources:
         **rule_resources("table_eviction"),
     params:
-        capacity=lookup(dpath="streams/default_capacity", within=config),
-        noise=lookup(dpath="streams/noise", within=config),
+        cfg=get_eviction_table_config,
     shell:
-        "clerk table-eviction --csv {input.csv} --default-capacity {params.capacity}"
-        " --default-noise {params.noise} --out {output.csv} --seeds-out {output.seeds}"
-        " --markdown {output.md} > {log} 2>&1"
+        "clerk table-eviction --config {params.cfg:q} --csv {input.csv:q} --out {output.csv:q}"
+        " --seeds-out {output.seeds:q} --markdown {output.md:q} > {log:q} 2>&1"
 
 
 rule table_read_cost:
@@ -102,15 +103,15 @@ rule table_read_cost:
     output:
         csv="results/read_cost.csv",
     log:
-        "logs/table_read_cost/read_cost.log",
+        log_path("table_read_cost", "read_cost"),
     benchmark:
-        "benchmarks/report/table_read_cost/read_cost.tsv"
+        benchmark_path("table_read_cost", "read_cost")
     conda:
-        "../../environment.yml"
+        ENV
     resources:
         **rule_resources("table_read_cost"),
     shell:
-        "clerk table-read-cost --csv {input.csv} --out {output.csv} > {log} 2>&1"
+        "clerk table-read-cost --csv {input.csv:q} --out {output.csv:q} > {log:q} 2>&1"
 
 
 rule table_setup:
@@ -120,24 +121,28 @@ rule table_setup:
             "results/eval/{seed}/{split}/metrics.json", seed=SEEDS, split=EVAL_SPLITS
         ),
         train=expand("results/train/{seed}", seed=SEEDS),
-        reader=expand("results/train_reader/{seed}", seed=SEEDS) if SEPARATE_READER else [],
+        reader=(
+            expand("results/train_reader/{seed}", seed=SEEDS)
+            if SEPARATE_READER
+            else []
+        ),
         streams=expand("results/streams/{seed}.json", seed=SEEDS),
         code=code("report"),
     output:
         json="results/setup.json",
         md="results/setup.md",
     log:
-        "logs/table_setup/setup.log",
+        log_path("table_setup", "setup"),
     benchmark:
-        "benchmarks/report/table_setup/setup.tsv"
+        benchmark_path("table_setup", "setup")
     conda:
-        "../../environment.yml"
+        ENV
     resources:
         **rule_resources("table_setup"),
     shell:
-        "clerk table-setup --timelines {input.timelines} --metrics {input.metrics}"
-        " --train {input.train} --reader-train {input.reader} --streams {input.streams} --out {output.json}"
-        " --markdown {output.md} > {log} 2>&1"
+        "clerk table-setup --timelines {input.timelines:q} --metrics {input.metrics:q}"
+        " --train {input.train:q} --reader-train {input.reader:q} --streams {input.streams:q}"
+        " --out {output.json:q} --markdown {output.md:q} > {log:q} 2>&1"
 
 
 rule table_benchmarks:
@@ -148,146 +153,50 @@ rule table_benchmarks:
         csv="results/benchmarks.csv",
         md="results/benchmarks.md",
     log:
-        "logs/table_benchmarks/benchmarks.log",
+        log_path("table_benchmarks", "benchmarks"),
     benchmark:
-        "benchmarks/report/table_benchmarks/benchmarks.tsv"
+        benchmark_path("table_benchmarks", "benchmarks")
     conda:
-        "../../environment.yml"
+        ENV
     resources:
         **rule_resources("table_benchmarks"),
     params:
-        order=" ".join([*STAGES, "locomo"]),
+        cfg=get_benchmarks_config,
     shell:
-        "clerk table-benchmarks --tsv {input.tsv} --root benchmarks/runs --order {params.order}"
-        " --out {output.csv} --markdown {output.md} > {log} 2>&1"
+        "clerk table-benchmarks --config {params.cfg:q} --tsv {input.tsv:q}"
+        " --out {output.csv:q} --markdown {output.md:q} > {log:q} 2>&1"
 
 
-rule figure_read_cost:
+# Every figure of the paper (clerk.wiring.FIGURES: the `clerk figure` kind, inputs and options of
+# each); the captions are workflow/report/figure.rst's, by name.
+rule figure:
     input:
-        table="results/read_cost.csv",
-        code=code("report"),
+        tables=get_figure_inputs,
+        code=get_figure_code,
     output:
-        pdf="results/figures/read_cost.pdf",
+        pdf="results/figures/{figure}.pdf",
         png=report(
-            "results/figures/read_cost.png",
-            caption="../report/read_cost.rst",
+            "results/figures/{figure}.png",
+            caption="../report/figure.rst",
             category="Figures",
         ),
     log:
-        "logs/figure_read_cost/read_cost.log",
+        log_path("figure", "{figure}"),
     benchmark:
-        "benchmarks/report/figure_read_cost/read_cost.tsv"
+        benchmark_path("figure", "{figure}")
+    wildcard_constraints:
+        figure="|".join(FIGURES),
     conda:
-        "../../environment.yml"
+        ENV
     resources:
-        **rule_resources("figure_read_cost"),
+        **rule_resources("figure"),
     params:
+        kind=lambda wc: FIGURES[wc.figure]["kind"],
+        cfg=get_figure_config,
         base=lambda wc, output: output.pdf.removesuffix(".pdf"),
     shell:
-        "clerk figure read-cost --inputs {input.table} --out {params.base} > {log} 2>&1"
-
-
-rule figure_accuracy:
-    input:
-        table="results/table1_seeds.csv",
-        code=code("report"),
-    output:
-        pdf="results/figures/accuracy_by_type.pdf",
-        png=report(
-            "results/figures/accuracy_by_type.png",
-            caption="../report/accuracy_by_type.rst",
-            category="Figures",
-        ),
-    log:
-        "logs/figure_accuracy/accuracy_by_type.log",
-    benchmark:
-        "benchmarks/report/figure_accuracy/accuracy_by_type.tsv"
-    conda:
-        "../../environment.yml"
-    resources:
-        **rule_resources("figure_accuracy"),
-    params:
-        base=lambda wc, output: output.pdf.removesuffix(".pdf"),
-    shell:
-        "clerk figure accuracy --inputs {input.table} --split test --out {params.base}"
-        " > {log} 2>&1"
-
-
-rule figure_eviction:
-    input:
-        table="results/table4.csv",
-        code=code("report", "streams"),
-    output:
-        pdf="results/figures/eviction.pdf",
-        png=report(
-            "results/figures/eviction.png",
-            caption="../report/eviction.rst",
-            category="Figures",
-        ),
-    log:
-        "logs/figure_eviction/eviction.log",
-    benchmark:
-        "benchmarks/report/figure_eviction/eviction.tsv"
-    conda:
-        "../../environment.yml"
-    resources:
-        **rule_resources("figure_eviction"),
-    params:
-        base=lambda wc, output: output.pdf.removesuffix(".pdf"),
-        noise=lookup(dpath="streams/noise", within=config),
-    shell:
-        "clerk figure eviction --inputs {input.table} --noise {params.noise}"
-        " --out {params.base} > {log} 2>&1"
-
-
-rule figure_loss:
-    input:
-        train=expand("results/train/{seed}", seed=SEEDS),
-        code=code("report"),
-    output:
-        pdf="results/figures/loss.pdf",
-        png=report(
-            "results/figures/loss.png",
-            caption="../report/loss.rst",
-            category="Figures",
-        ),
-    log:
-        "logs/figure_loss/loss.log",
-    benchmark:
-        "benchmarks/report/figure_loss/loss.tsv"
-    conda:
-        "../../environment.yml"
-    resources:
-        **rule_resources("figure_loss"),
-    params:
-        base=lambda wc, output: output.pdf.removesuffix(".pdf"),
-    shell:
-        "clerk figure loss --inputs {input.train} --out {params.base} > {log} 2>&1"
-
-
-rule figure_state_f1:
-    input:
-        ledgers=expand("results/eval/{seed}/test/ledgers.jsonl", seed=SEEDS),
-        code=code("report"),
-    output:
-        pdf="results/figures/state_f1.pdf",
-        png=report(
-            "results/figures/state_f1.png",
-            caption="../report/state_f1.rst",
-            category="Figures",
-        ),
-    log:
-        "logs/figure_state_f1/state_f1.log",
-    benchmark:
-        "benchmarks/report/figure_state_f1/state_f1.tsv"
-    conda:
-        "../../environment.yml"
-    resources:
-        **rule_resources("figure_state_f1"),
-    params:
-        base=lambda wc, output: output.pdf.removesuffix(".pdf"),
-    shell:
-        "clerk figure state-f1 --inputs {input.ledgers} --out {params.base} > {log} 2>&1"
+        "clerk figure {params.kind:q} --config {params.cfg:q} --inputs {input.tables:q}"
+        " --out {params.base:q} > {log:q} 2>&1"
 
 
 rule locomo_status:
@@ -296,19 +205,17 @@ rule locomo_status:
     output:
         md="results/locomo_status.md",
     log:
-        "logs/locomo_status/locomo_status.log",
+        log_path("locomo_status"),
     benchmark:
-        "benchmarks/report/locomo_status/locomo_status.tsv"
+        benchmark_path("locomo_status")
     conda:
-        "../../environment.yml"
+        ENV
     resources:
         **rule_resources("locomo_status"),
     params:
-        path=lambda wc: config["locomo"]["path"] or "",
-        download=lambda wc: str(config["locomo"]["download"]).lower(),
+        cfg=get_locomo_status_config,
     shell:
-        "clerk locomo-status --path '{params.path}' --download {params.download}"
-        " --out {output.md} > {log} 2>&1"
+        "clerk locomo-status --config {params.cfg:q} --out {output.md:q} > {log:q} 2>&1"
 
 
 rule environment:
@@ -324,16 +231,16 @@ rule environment:
     output:
         md="results/environment.md",
     log:
-        "logs/environment/environment.log",
+        log_path("environment"),
     benchmark:
-        "benchmarks/report/environment/environment.tsv"
+        benchmark_path("environment")
     conda:
-        "../../environment.yml"
+        ENV
     resources:
         **rule_resources("environment"),
     shell:
-        "clerk environment --train {input.train} --metrics {input.metrics}"
-        " --out {output.md} > {log} 2>&1"
+        "clerk environment --train {input.train:q} --metrics {input.metrics:q}"
+        " --out {output.md:q} > {log:q} 2>&1"
 
 
 rule rulegraph:
@@ -347,19 +254,20 @@ rule rulegraph:
     output:
         mmd="results/rulegraph.mmd",
     log:
-        "logs/rulegraph/rulegraph.log",
+        log_path("rulegraph"),
     benchmark:
-        "benchmarks/report/rulegraph/rulegraph.tsv"
+        benchmark_path("rulegraph")
     conda:
-        "../../environment.yml"
+        ENV
     resources:
         **rule_resources("rulegraph"),
     params:
+        # Already shell-quoted, one argument at a time (report_inputs.smk config_args).
         configs=config_args,
     shell:
-        "PYTHONHASHSEED=0 snakemake results/manifest.json --snakefile {input.snakefile}"
+        "PYTHONHASHSEED=0 snakemake results/manifest.json --snakefile {input.snakefile:q}"
         " {params.configs} --nolock --quiet all --rulegraph mermaid-js"
-        " > {output.mmd} 2> {log}"
+        " > {output.mmd:q} 2> {log:q}"
 
 
 rule numbers:
@@ -370,15 +278,15 @@ rule numbers:
     output:
         json="results/numbers.json",
     log:
-        "logs/numbers/numbers.log",
+        log_path("numbers"),
     benchmark:
-        "benchmarks/report/numbers/numbers.tsv"
+        benchmark_path("numbers")
     conda:
-        "../../environment.yml"
+        ENV
     resources:
         **rule_resources("numbers"),
     shell:
-        "clerk numbers --spec {input.spec} --out {output.json} > {log} 2>&1"
+        "clerk numbers --spec {input.spec:q} --out {output.json:q} > {log:q} 2>&1"
 
 
 rule paper:
@@ -391,19 +299,18 @@ rule paper:
     output:
         md="paper/paper.md",
     log:
-        "logs/paper/paper.log",
+        log_path("paper"),
     benchmark:
-        "benchmarks/report/paper/paper.tsv"
+        benchmark_path("paper")
     conda:
-        "../../environment.yml"
+        ENV
     resources:
         **rule_resources("paper"),
     params:
-        includes=include_args,
-        sections=" ".join(f"--no-digits-in '{s}'" for s in NO_DIGITS_IN),
+        cfg=get_paper_config,
     shell:
-        "clerk render-paper --template {input.template} --numbers {input.numbers}"
-        " {params.includes} {params.sections} --out {output.md} > {log} 2>&1"
+        "clerk render-paper --config {params.cfg:q} --template {input.template:q}"
+        " --numbers {input.numbers:q} --out {output.md:q} > {log:q} 2>&1"
 
 
 rule manifest:
@@ -415,37 +322,12 @@ rule manifest:
     output:
         json="results/manifest.json",
     log:
-        "logs/manifest/manifest.log",
+        log_path("manifest"),
     benchmark:
-        "benchmarks/report/manifest/manifest.tsv"
+        benchmark_path("manifest")
     conda:
-        "../../environment.yml"
+        ENV
     resources:
         **rule_resources("manifest"),
     shell:
-        "clerk manifest --root results --extra {input.paper} --out {output.json} > {log} 2>&1"
-
-
-rule figure_learning_curve:
-    input:
-        table="results/curve/learning_curve.csv",
-        code=code("report"),
-    output:
-        pdf="results/figures/learning_curve.pdf",
-        png=report(
-            "results/figures/learning_curve.png",
-            caption="../report/learning_curve.rst",
-            category="Figures",
-        ),
-    log:
-        "logs/figure_learning_curve/learning_curve.log",
-    benchmark:
-        "benchmarks/report/figure_learning_curve/learning_curve.tsv"
-    conda:
-        "../../environment.yml"
-    resources:
-        **rule_resources("figure_learning_curve"),
-    params:
-        base=lambda wc, output: output.pdf.removesuffix(".pdf"),
-    shell:
-        "clerk figure learning-curve --inputs {input.table} --out {params.base} > {log} 2>&1"
+        "clerk manifest --root results --extra {input.paper:q} --out {output.json:q} > {log:q} 2>&1"

@@ -1,43 +1,17 @@
-# Input functions and constants of the report stage (included by report.smk). Kept apart from
-# the rules because `snakemake --lint` asks for functions and rules in separate files.
+# Input functions of the report stage (included by report.smk). Kept apart from the rules because
+# `snakemake --lint` asks for functions and rules in separate files. The constants (figures, paper
+# includes, stages) live in clerk/wiring.py, which the tests import too.
 import os
 import shlex
 
 import yaml
 
-# Which evaluation split each systems table summarises.
-TABLE_SPLITS = {"table1": "test", "table3": "test_ood"}
-# Pipeline stages in paper order: (rule, wildcard values of its benchmark file).
-STAGES = {
-    "generate": {"seed": SEEDS, "split": SPLITS},
-    "build_sft": {"seed": SEEDS},
-    "base_model": {},
-    "train": {"seed": SEEDS},
-    **({"build_sft_reader": {"seed": SEEDS}, "train_reader": {"seed": SEEDS}} if SEPARATE_READER else {}),
-    "evaluate": {"seed": SEEDS, "split": EVAL_SPLITS},
-    "read_cost": {"seed": SEEDS},
-    "streams": {"seed": SEEDS},
-    "eviction_study": {"seed": SEEDS},
-    "generate_forget": {"seed": SEEDS},
-    "erasure": {"seed": SEEDS},
-    "learning_curve": {},
-}
-FIGURES = ["read_cost", "accuracy_by_type", "eviction", "loss", "state_f1", "learning_curve"]
-PAPER_INCLUDES = {
-    "table1": "results/table1.md",
-    "table1_cost": "results/table1_cost.md",
-    "table3": "results/table3.md",
-    "table3_cost": "results/table3_cost.md",
-    "table4": "results/table4.md",
-    "table5": "results/table5.md",
-    "table_paired": "results/table_paired.md",
-    "setup": "results/setup.md",
-    "benchmarks": "results/benchmarks.md",
-    "environment": "results/environment.md",
-    "rulegraph": "results/rulegraph.mmd",
-}
-# Template sections that must not contain hand-typed numbers (clerk render-paper --no-digits-in).
-NO_DIGITS_IN = ["Abstract", "Setup", "Results", "Eviction study", "Erasure"]
+from clerk.wiring import BENCHMARK_ROOT
+
+
+def pipeline_stages():
+    """Pipeline stages in paper order: rule -> wildcard values of its jobs (clerk.wiring.stages)."""
+    return stages(SEEDS, SEPARATE_READER, locomo_enabled())
 
 
 def get_table_metrics(wildcards):
@@ -49,11 +23,39 @@ def get_table_metrics(wildcards):
 def get_benchmark_inputs(wildcards):
     """The benchmark TSV of every pipeline job (stages whose rule is not defined are skipped)."""
     files = []
-    stages = {**STAGES, "locomo": {"seed": SEEDS}} if locomo_enabled() else STAGES
-    for stage, values in stages.items():
+    for stage, values in pipeline_stages().items():
         if rules.has(stage):
             files += expand(getattr(rules, stage).benchmark, **values)
     return files
+
+
+def get_benchmarks_config(wildcards):
+    """`clerk table-benchmarks`: the benchmark root (the stage is a file's folder) and the order."""
+    return json.dumps({"root": BENCHMARK_ROOT, "order": list(pipeline_stages())})
+
+
+def get_figure_inputs(wildcards):
+    """The files one figure draws (clerk.wiring.FIGURES), over every seed where it takes them."""
+    files = []
+    for pattern in FIGURES[wildcards.figure]["inputs"]:
+        files += expand(pattern, seed=SEEDS) if "{seed}" in pattern else [pattern]
+    return files
+
+
+def get_figure_code(wildcards):
+    return code(*FIGURES[wildcards.figure]["code"])
+
+
+def get_figure_config(wildcards):
+    return stage_json(config, "figure", figure=wildcards.figure)
+
+
+def get_locomo_status_config(wildcards):
+    return stage_json(config, "locomo_status")
+
+
+def get_eviction_table_config(wildcards):
+    return stage_json(config, "table_eviction")
 
 
 def get_numbers_sources(wildcards):
@@ -76,10 +78,12 @@ def get_paper_includes(wildcards):
     return {**PAPER_INCLUDES, "locomo": get_locomo_include()}
 
 
-def include_args(wildcards, input):
-    """--include NAME=FILE for every include of the paper."""
-    names = list(PAPER_INCLUDES) + ["locomo"]
-    return " ".join(f"--include {name}={input[name]}" for name in names)
+def get_paper_config(wildcards, input):
+    """`clerk render-paper`: --include NAME=FILE for every include, the no-digit sections."""
+    names = [*PAPER_INCLUDES, "locomo"]
+    cfg = stage_config(config, "paper")
+    cfg["include"] = [f"{name}={input[name]}" for name in names]
+    return json.dumps(cfg, ensure_ascii=False)
 
 
 def get_manifest_inputs(wildcards):
@@ -100,7 +104,8 @@ def get_workflow_sources(wildcards):
 
 def config_args(wildcards):
     """This run's --configfile list and --config values, for a nested Snakemake that must see
-    the same config (Snakemake passes --config on to its own job processes the same way).
+    the same config (Snakemake passes --config on to its own job processes the same way); each
+    argument shell-quoted.
     """
     args = []
     files = [os.path.relpath(f) for f in workflow.overwrite_configfiles]

@@ -7,22 +7,18 @@ rule streams:
     output:
         stream="results/streams/{seed}.json",
     log:
-        "logs/streams/{seed}.log",
+        log_path("streams", "{seed}"),
     benchmark:
-        "benchmarks/runs/streams/{seed}.tsv"
+        benchmark_path("streams", "{seed}")
     conda:
-        "../../environment.yml"
+        ENV
     resources:
         **rule_resources("streams"),
     params:
-        length=lookup(dpath="streams/length", within=config),
-        foundational=lookup(dpath="streams/foundational", within=config),
-        recalls=lookup(dpath="streams/recalls", within=config),
-        noise=lookup(dpath="streams/noise", within=config),
+        cfg=get_streams_config,
     shell:
-        "clerk streams --seed {wildcards.seed} --length {params.length}"
-        " --foundational {params.foundational} --recalls {params.recalls}"
-        " --noise {params.noise} --out {output.stream} > {log} 2>&1"
+        "clerk streams --config {params.cfg:q} --seed {wildcards.seed:q}"
+        " --out {output.stream:q} > {log:q} 2>&1"
 
 
 rule eviction_study:
@@ -32,19 +28,15 @@ rule eviction_study:
     output:
         csv="results/eviction/{seed}.csv",
     log:
-        "logs/eviction_study/{seed}.log",
+        log_path("eviction_study", "{seed}"),
     benchmark:
-        "benchmarks/runs/eviction_study/{seed}.tsv"
+        benchmark_path("eviction_study", "{seed}")
     conda:
-        "../../environment.yml"
+        ENV
     resources:
         **rule_resources("eviction_study"),
     params:
-        capacities=lambda wc: " ".join(map(str, config["streams"]["capacities"])),
-        noise_grid=lambda wc: " ".join(map(str, config["streams"]["noise_grid"])),
-        policies=lambda wc: " ".join(config["streams"]["policies"]),
-        default_capacity=lookup(dpath="streams/default_capacity", within=config),
+        cfg=get_eviction_config,
     shell:
-        "clerk eviction-study --streams {input.stream} --capacities {params.capacities}"
-        " --noise-grid {params.noise_grid} --policies {params.policies}"
-        " --default-capacity {params.default_capacity} --out {output.csv} > {log} 2>&1"
+        "clerk eviction-study --config {params.cfg:q} --streams {input.stream:q}"
+        " --out {output.csv:q} > {log:q} 2>&1"

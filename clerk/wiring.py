@@ -1,0 +1,259 @@
+"""The workflow's wiring in one importable place: constants the rules and the tests share, and the
+``--config`` object of each verb built from its config section.
+
+The Snakefile's rule files (workflow/rules/*.smk) import this module; so do the tests, which never
+parse ``.smk`` source. Rules pass a stage's config to its verb as one JSON object
+(``clerk VERB --config {params.cfg:q}``): :func:`stage_config` builds it from the validated config
+(a plain dict), so no rule re-encodes config values as command-line text, and every value reaches
+the shell quoted. The verb turns the object into its typed config (``clerk --help``: defaults <
+``--config`` < explicit flags).
+
+    python -c "import yaml, clerk.wiring as w; print(w.stage_json(yaml.safe_load(open('config/config.yaml')), 'streams'))"
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+# ---- constants -------------------------------------------------------------------------------
+
+#: Timeline splits: train feeds SFT; test and test_ood are evaluated; long is the read-cost probe.
+SPLITS = ("train", "test", "test_ood", "long")
+#: The evaluated splits.
+EVAL_SPLITS = ("test", "test_ood")
+#: Which evaluation split each systems table summarises.
+TABLE_SPLITS = {"table1": "test", "table3": "test_ood"}
+#: The tables of the default target (results/<name>.csv).
+TABLES = ("table1", "table3", "table4", "table5", "table_paired")
+
+#: Where Snakemake's own records go (git-ignored): logs/<rule>/<job>.log and the rule benchmarks
+#: logs/benchmarks/<rule>/<job>.tsv (kept apart from the hand-written records in benchmarks/).
+LOG_ROOT = "logs"
+BENCHMARK_ROOT = "logs/benchmarks"
+
+
+def log_path(rule: str, stem: str | None = None) -> str:
+    """``logs/<rule>/<stem>.log`` (stem: the rule name; may hold ``{wildcards}``)."""
+    return f"{LOG_ROOT}/{rule}/{stem or rule}.log"
+
+
+def benchmark_path(rule: str, stem: str | None = None) -> str:
+    """``logs/benchmarks/<rule>/<stem>.tsv``: the stage of a benchmark file is its folder."""
+    return f"{BENCHMARK_ROOT}/{rule}/{stem or rule}.tsv"
+
+
+#: The paper's figures: name (the {figure} wildcard, results/figures/<name>.{pdf,png}) -> the
+#: ``clerk figure`` kind, its input files (patterns over {seed}) and the config keys it takes.
+FIGURES = {
+    "read_cost": {"kind": "read-cost", "inputs": ["results/read_cost.csv"], "code": ["report"]},
+    "accuracy_by_type": {"kind": "accuracy", "inputs": ["results/table1_seeds.csv"], "code": ["report"]},
+    "eviction": {"kind": "eviction", "inputs": ["results/table4.csv"], "code": ["report", "streams"]},
+    "loss": {"kind": "loss", "inputs": ["results/train/{seed}"], "code": ["report"]},
+    "state_f1": {"kind": "state-f1", "inputs": ["results/eval/{seed}/test/ledgers.jsonl"], "code": ["report"]},
+    "learning_curve": {"kind": "learning-curve", "inputs": ["results/curve/learning_curve.csv"], "code": ["report"]},
+}
+#: The paper's includes (clerk render-paper --include NAME=FILE), but LoCoMo's (table 2 or the
+#: not-run note, decided by the config).
+PAPER_INCLUDES = {
+    "table1": "results/table1.md",
+    "table1_cost": "results/table1_cost.md",
+    "table3": "results/table3.md",
+    "table3_cost": "results/table3_cost.md",
+    "table4": "results/table4.md",
+    "table5": "results/table5.md",
+    "table_paired": "results/table_paired.md",
+    "setup": "results/setup.md",
+    "benchmarks": "results/benchmarks.md",
+    "environment": "results/environment.md",
+    "rulegraph": "results/rulegraph.mmd",
+}
+#: Template sections that must not contain hand-typed numbers (clerk render-paper --no-digits-in).
+NO_DIGITS_IN = ("Abstract", "Setup", "Results", "Eviction study", "Erasure")
+
+#: Model jobs: they claim the GPU when one is visible (workflow/rules/common.smk).
+MODEL_RULES = ("train", "train_reader", "evaluate", "locomo", "learning_curve", "erasure")
+
+
+def stages(seeds: list[str], separate_reader: bool, locomo: bool = False) -> dict[str, dict[str, list[str]]]:
+    """Pipeline stages in paper order: rule -> the wildcard values of its jobs (and benchmark
+    files); the rows of results/benchmarks.csv."""
+    out: dict[str, dict[str, list[str]]] = {
+        "generate": {"seed": seeds, "split": list(SPLITS)},
+        "build_sft": {"seed": seeds},
+        "base_model": {},
+        "train": {"seed": seeds},
+    }
+    if separate_reader:
+        out |= {"build_sft_reader": {"seed": seeds}, "train_reader": {"seed": seeds}}
+    out |= {
+        "evaluate": {"seed": seeds, "split": list(EVAL_SPLITS)},
+        "read_cost": {"seed": seeds},
+        "streams": {"seed": seeds},
+        "eviction_study": {"seed": seeds},
+        "generate_forget": {"seed": seeds},
+        "erasure": {"seed": seeds},
+        "learning_curve": {},
+    }
+    if locomo:
+        out["locomo"] = {"seed": seeds}
+    return out
+
+
+def final_targets(seeds: list[str], separate_reader: bool) -> list[str]:
+    """Every artifact of the paper: the targets of the workflow's default target (LoCoMo's table
+    2 joins them when enabled, workflow/rules/locomo.smk), the manifest last."""
+
+    def each(pattern: str, **values: list[str] | tuple[str, ...]) -> list[str]:
+        out = [pattern]
+        for name, options in values.items():
+            out = [path.replace("{" + name + "}", str(option)) for path in out for option in options]
+        return out
+
+    targets = each("results/data/{seed}/{split}.jsonl", seed=seeds, split=SPLITS)
+    targets += each("results/sft/{seed}", seed=seeds)
+    targets += each("results/eviction/{seed}.csv", seed=seeds)
+    targets += each("results/train/{seed}", seed=seeds)
+    if separate_reader:
+        targets += each("results/{kind}/{seed}", kind=["sft_reader", "train_reader"], seed=seeds)
+    targets += each("results/eval/{seed}/{split}/metrics.json", seed=seeds, split=EVAL_SPLITS)
+    targets += each("results/readcost/{seed}.csv", seed=seeds)
+    targets += each("results/erasure/{seed}/metrics.json", seed=seeds)
+    targets += ["results/curve/learning_curve.csv"]
+    # The report stage (workflow/rules/report.smk): tables, figures, numbers, paper, provenance.
+    targets += each("results/{table}.csv", table=TABLES)
+    targets += ["results/read_cost.csv", "results/setup.json", "results/benchmarks.csv"]
+    targets += each("results/figures/{figure}.{ext}", figure=list(FIGURES), ext=["pdf", "png"])
+    targets += ["results/environment.md", "results/rulegraph.mmd", "results/numbers.json"]
+    # The paper, then the manifest: written last, it lists everything above.
+    targets += ["paper/paper.md", "results/manifest.json"]
+    return targets
+
+
+# ---- the --config object of each verb --------------------------------------------------------
+
+
+def separate_reader(config: dict) -> bool:
+    """With ``evaluate.reader_model: reader`` a reader adapter of its own reads every system."""
+    return config["evaluate"]["reader_model"] == "reader"
+
+
+def _phrasings(config: dict) -> dict[str, str]:
+    phrasings = config["data"].get("phrasings")
+    return {"phrasings": phrasings} if phrasings else {}
+
+
+def _generate(config: dict, size: dict, split: str, forgets: int = 0) -> dict[str, Any]:
+    data = config["data"]
+    out = {"split": split, "personas": size["personas"], "sessions": size["sessions"],
+           "questions": list(size.get("questions", [1, 3])), "budget": data["budget"],
+           "init_facts": data["init_facts"], **_phrasings(config)}
+    if forgets:
+        out["forgets"] = forgets
+    return out
+
+
+def _train(spec: dict, max_steps: int, snapshot_steps: int) -> dict[str, Any]:
+    keys = ("lr", "epochs", "batch_size", "grad_accum", "max_length", "lora_r", "lora_alpha",
+            "lora_dropout", "bf16", "save_steps")
+    return {**{key: spec[key] for key in keys}, "max_steps": max_steps, "snapshot_steps": snapshot_steps,
+            "lora_targets": list(spec["lora_targets"]), "modules_to_save": list(spec.get("modules_to_save") or []),
+            "eval": spec["validation_loss"]}
+
+
+def _sft(config: dict, role: str) -> dict[str, Any]:
+    spec = config["sft"]
+    if role == "reader":
+        ratio, tasks = config["reader"]["answer_ratio"], "answer"
+    else:
+        ratio, tasks = spec["answer_ratio"], "consolidate" if separate_reader(config) else "both"
+    return {"answer_ratio": ratio, "val_fraction": spec["val_fraction"], "answer_views": dict(spec["answer_views"]),
+            "evict_weight": spec["evict_weight"], "tasks": tasks,
+            "window_k": config["evaluate"]["window_k"], "rag_k": config["evaluate"]["rag_k"]}
+
+
+#: The keys of each model kind (a profile that switches kind must not leak the other kind's keys).
+MODEL_KIND_KEYS = {
+    "pypi-gguf": ("package", "file", "sha256"),
+    "hf": ("repo_id", "revision"),
+    "local": ("path",),
+    "scratch": ("vocab_size", "hidden", "layers", "heads", "intermediate"),
+}
+
+
+def _replay(config: dict) -> dict[str, Any]:
+    """The reader and writer knobs ``clerk evaluate`` and ``clerk erasure`` share."""
+    spec = config["evaluate"]
+    keys = ("window_k", "rag_k", "max_new_tokens", "batch_size", "reader_model", "reader_pmi", "constrained", "dtype")
+    return {**{key: spec[key] for key in keys}, **_phrasings(config)}
+
+
+def stage_config(config: dict, stage: str, **wildcards: str) -> dict[str, Any]:
+    """The ``--config`` object of the verb a rule runs, from the (validated) workflow config.
+
+    Args:
+        config: the workflow config (config/config.yaml merged with the profiles).
+        stage: the rule (``generate``, ``train``, ``figure``...).
+        wildcards: the job's wildcards the object depends on (``split``, ``seed``, ``figure``).
+
+    Raises:
+        KeyError: an unknown stage.
+    """
+    data, evaluate = config["data"], config["evaluate"]
+    if stage == "generate":
+        split = wildcards["split"]  # the long-horizon probe uses the test names and phrasings
+        return _generate(config, data[split], "test" if split == "long" else split)
+    if stage == "generate_forget":
+        spec = config["erasure"]
+        return _generate(config, spec, "test", spec["forgets"])
+    if stage in ("build_sft", "build_sft_reader"):
+        return _sft(config, "reader" if stage == "build_sft_reader" else "policy")
+    if stage == "base_model":
+        spec = config["model"]
+        return {"kind": spec["kind"], **{key: spec[key] for key in MODEL_KIND_KEYS[spec["kind"]]}}
+    if stage == "train":
+        # Snapshots (the learning curve) on the first seed only.
+        first = str(config["seeds"][0])
+        snapshots = config["train"].get("snapshot_steps", 0) if str(wildcards["seed"]) == first else 0
+        return _train(config["train"], config["train"]["max_steps"], snapshots)
+    if stage == "train_reader":  # the `train` recipe with the reader block's steps, no snapshots
+        return _train(config["train"], config["reader"]["max_steps"], 0)
+    if stage == "learning_curve":
+        return {"sessions": config["train"]["curve_sessions"], "max_new_tokens": evaluate["max_new_tokens"],
+                "batch_size": evaluate["batch_size"], "dtype": evaluate["dtype"], **_phrasings(config)}
+    if stage == "evaluate":
+        return {"systems": list(evaluate["systems"]), "write_only": list(evaluate.get("write_only", [])),
+                **_replay(config)}
+    if stage == "erasure":
+        spec = config["erasure"]
+        return {"systems": list(spec["systems"]), "ignore_forget": list(spec["ignore_forget"]), **_replay(config)}
+    if stage == "read_cost":
+        return {"window_k": evaluate["window_k"], "rag_k": evaluate["rag_k"]}
+    if stage == "streams":
+        return {key: config["streams"][key] for key in ("length", "foundational", "recalls", "noise")}
+    if stage == "eviction_study":
+        spec = config["streams"]
+        return {"capacities": list(spec["capacities"]), "noise_grid": list(spec["noise_grid"]),
+                "policies": list(spec["policies"]), "default_capacity": spec["default_capacity"]}
+    if stage == "table_eviction":
+        return {"default_capacity": config["streams"]["default_capacity"], "default_noise": config["streams"]["noise"]}
+    if stage == "figure":
+        figure = wildcards["figure"]
+        return {"accuracy_by_type": {"split": "test"}, "eviction": {"noise": config["streams"]["noise"]}}.get(figure, {})
+    if stage == "locomo":
+        spec = config["locomo"]
+        return {"systems": list(spec["systems"]), "max_questions": spec["max_questions"], "budget": data["budget"],
+                "download": bool(spec["download"] and not spec["path"]),
+                **{key: evaluate[key] for key in ("max_new_tokens", "batch_size", "reader_model", "reader_pmi", "dtype")}}
+    if stage == "locomo_status":
+        return {"path": config["locomo"]["path"] or "", "download": bool(config["locomo"]["download"])}
+    if stage == "paper":
+        return {"no_digits_in": list(NO_DIGITS_IN)}
+    raise KeyError(f"no --config object for stage {stage!r}")
+
+
+def stage_json(config: dict, stage: str, **wildcards: str) -> str:
+    """:func:`stage_config` as one JSON text, keys in the config's order: the order of a mapping
+    can matter (``sft.answer_views`` is sampled in its order), so keys are never sorted. The same
+    config gives the same text, which Snakemake compares to decide a rerun."""
+    return json.dumps(stage_config(config, stage, **wildcards), ensure_ascii=False)
