@@ -13,8 +13,9 @@ Two measurements per (system, mode):
 * **Leak rate**: over every question asked after a forget (every later question of that persona,
   whatever it asks about) while a forgotten value is *live* (forgotten and not stated again by
   the persona since the forget), the share whose view still contains a live forgotten value.
-  A value *occurs* in a view when its text appears there as a whole word, case-insensitively:
-  the same matcher as the store's redaction (:func:`clerk.store.scrub.value_pattern`). A plain
+  A value *occurs* in a view when its text appears there as a whole word, case-insensitively
+  and in any Unicode normal form (:func:`clerk.store.scrub.value_pattern` with ``words=True``;
+  the redaction itself removes every occurrence of the text, whole word or not). A plain
   substring test would charge every system for text that never stated the value ("pho" inside
   "phone", "cat" inside "relocated"); it is recorded too (``leak_rate_substring``). Views need no
   model: every question's view is checked.
@@ -130,7 +131,7 @@ def leaked_values(text: str, values: list[str]) -> list[str]:
     >>> leaked_values("Ari moved to oslo; her phone is new.", ["Oslo", "pho", "Rome"])
     ['Oslo']
     """
-    patterns = [(v, value_pattern([v])) for v in values]
+    patterns = [(v, value_pattern([v], words=True)) for v in values]
     return [v for v, pattern in patterns if pattern is not None and pattern.search(text)]
 
 
