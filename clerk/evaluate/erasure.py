@@ -38,9 +38,9 @@ from __future__ import annotations
 import json
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
+from clerk.atomic import start_outputs, write_text
 from clerk.errors import UserError
 from clerk.evaluate.runner import load_timelines_file, load_up_front, make_systems, mc_choose, replay
 from clerk.evaluate.schemas import validate_record, write_jsonl
@@ -249,6 +249,7 @@ def run_erasure(args: Any, registry: Registry = MEMORY_REGISTRY) -> None:
     from clerk.evaluate.cli import runtime_from_args
     from clerk.models.hashes import sha256_file
 
+    out = start_outputs(args.out, "--out", marker="metrics.json")  # up front; no stale completion marker
     runtime = runtime_from_args(args)
     cfg = runtime.config
     _check_systems(make_systems(args.systems, runtime, registry))  # fail on bad names before loading anything
@@ -256,8 +257,6 @@ def run_erasure(args: Any, registry: Registry = MEMORY_REGISTRY) -> None:
         make_systems(args.ignore_forget, runtime, registry)
     timelines = load_timelines_file(args.timelines)
     rows, summary = erasure(timelines, args.systems, runtime, args.ignore_forget, registry, progress=not args.quiet)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     write_jsonl(out / "views.jsonl", "views", rows, SCHEMAS)
     versions = {"clerk": __version__, **{r["system"]: r["version"] for r in summary}}
     metrics = {
@@ -276,7 +275,7 @@ def run_erasure(args: Any, registry: Registry = MEMORY_REGISTRY) -> None:
     for record in summary:
         validate_record("metrics.row", record, SCHEMAS)
     # metrics.json last: its existence means the run completed.
-    (out / "metrics.json").write_text(json.dumps(metrics, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_text(out / "metrics.json", json.dumps(metrics, indent=2, ensure_ascii=False) + "\n")
     print(f"clerk erasure: {len(rows)} views of {len(summary)} system rows -> {out} "
           f"in {metrics['wall_seconds']:.1f} s", file=sys.stderr)
 

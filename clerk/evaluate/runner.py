@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from clerk.atomic import start_outputs, write_text
 from clerk.errors import UserError
 from clerk.evaluate.schemas import METRICS_SCHEMA_ID, validate_record, write_jsonl
 from clerk.evaluate.summary import is_stale_error, ledger_row, summarize
@@ -235,7 +236,7 @@ def load_timelines_file(path: str) -> list[dict]:
 
     if not Path(path).is_file():
         raise UserError(f"--timelines must be an existing timelines file (JSON lines), got {path!r}")
-    timelines = load_timelines(path)
+    timelines = load_timelines(path, "--timelines")
     if not timelines:
         raise UserError(f"--timelines {path!r} holds no persona")
     return timelines
@@ -251,6 +252,7 @@ def run_evaluate(args: Any, registry: Registry = MEMORY_REGISTRY) -> None:
     from clerk.evaluate.cli import runtime_from_args
     from clerk.models.hashes import sha256_file
 
+    out = start_outputs(args.out, "--out", marker="metrics.json")  # up front; no stale completion marker
     runtime = runtime_from_args(args)
     cfg = runtime.config
     make_systems(args.systems, runtime, registry)  # fail on bad names before loading anything
@@ -259,8 +261,6 @@ def run_evaluate(args: Any, registry: Registry = MEMORY_REGISTRY) -> None:
         raise UserError(f"--timelines {args.timelines!r} holds forget requests, which clerk evaluate does not "
                         "deliver; replay it with clerk erasure")
     predictions, ledger_rows, summary = evaluate(timelines, args.systems, runtime, registry, progress=not args.quiet)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     write_jsonl(out / "predictions.jsonl", "predictions", predictions)
     write_jsonl(out / "ledgers.jsonl", "ledgers", ledger_rows)
     from clerk import __version__
@@ -279,6 +279,6 @@ def run_evaluate(args: Any, registry: Registry = MEMORY_REGISTRY) -> None:
     for record in summary.values():
         validate_record("metrics.system", record)
     # metrics.json last: its existence means the run completed.
-    (out / "metrics.json").write_text(json.dumps(metrics, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_text(out / "metrics.json", json.dumps(metrics, indent=2, ensure_ascii=False) + "\n")
     print(f"clerk evaluate: {len(predictions)} predictions, {len(ledger_rows)} ledger rows -> {out} "
           f"in {metrics['wall_seconds']:.1f} s", file=sys.stderr)
