@@ -153,3 +153,148 @@ def test_a_bad_input_file_is_one_line_naming_the_argument(case, kind, ok, tmp_pa
     bad = _make(kind, case, tmp_path)
     code, stderr = run(case.argv(ok, bad, tmp_path))
     assert_one_line(code, stderr, case.verb, case.arg)
+
+
+# ---- the issue's other findings, as a user meets them -------------------------------------------
+
+def _store_with_ari(path: Path) -> str:
+    url = f"sqlite:///{path}"
+    with open_store(url) as store:
+        with store.consolidation("Ari") as c:
+            c.publish([{"op": "ADD", "s": "Ari", "p": "city", "o": "Oslo"}], [{"role": "user", "content": "Oslo."}])
+    return url
+
+
+class TestForgetTarget:
+    def test_a_store_that_does_not_exist_is_an_error_and_is_not_created(self, tmp_path):
+        code, err = run(["forget", "--store", f"sqlite:///{tmp_path}/typo.db", "--subject", "Ari", "--predicate", "city"])
+        assert_one_line(code, err, "forget", "typo.db")
+        assert not (tmp_path / "typo.db").exists()
+
+    @pytest.mark.parametrize("content", [b"", b"not a database at all" * 100, b"\xff\xfe" * 4096])
+    def test_a_file_that_is_not_a_store_is_an_error(self, tmp_path, content):
+        (tmp_path / "x.db").write_bytes(content)
+        code, err = run(["forget", "--store", f"sqlite:///{tmp_path}/x.db", "--subject", "Ari"])
+        assert_one_line(code, err, "forget", "x.db")
+        assert (tmp_path / "x.db").read_bytes() == content
+
+    def test_an_unknown_subject_is_an_error_and_adds_nothing(self, tmp_path):
+        url = _store_with_ari(tmp_path / "m.db")
+        code, err = run(["forget", "--store", url, "--subject", "Bo", "--predicate", "city"])
+        assert_one_line(code, err, "forget", "'Bo'")
+        with open_store(url) as store:
+            assert store.subjects() == ["Ari"]
+
+    @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+    def test_a_subject_that_is_not_utf8_is_one_line(self, backend, tmp_path, request):
+        """The real argv bytes, through a subprocess: no UnicodeEncodeError traceback."""
+        if backend == "sqlite":
+            url = _store_with_ari(tmp_path / "m.db")
+        else:
+            import pg_kit  # noqa: F401
+
+            url = request.getfixturevalue("pg_server").new_store_url()
+            with open_store(url) as store:
+                with store.consolidation("Ari") as c:
+                    c.publish([], [])
+        proc = subprocess.run([sys.executable, "-m", "clerk.cli", "forget", "--store", url, "--subject", b"Ari\xff"],
+                              capture_output=True, timeout=120, env={**os.environ, "PYTHONPATH": str(Path.cwd())})
+        lines = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in lines[0], lines
+        assert "subject must be valid UTF-8 text" in lines[0]
+
+
+@pytest.fixture(scope="module")
+def pg_server():
+    import pg_kit
+
+    yield from pg_kit.serve()
+
+
+class TestOutputs:
+    def test_a_failed_rerun_leaves_no_stale_completion_marker(self, ok, tmp_path):
+        """A first run completes (metrics.json); a rerun into the same folder with a bad timeline
+        fails, and the old metrics.json does not stay behind to vouch for the folder."""
+        out = tmp_path / "ev"
+        out.mkdir()
+        (out / "metrics.json").write_text('{"old": true}')
+        (out / "predictions.jsonl").write_text('{"old": true}\n')
+        bad = tmp_path / "bad.jsonl"
+        bad.write_bytes(b'{"name": "Ari", "sessions": [{"index": 0, "turns": 5}]}\n')
+        code, err = run(["evaluate", "--timelines", bad, "--model", ok["model"], "--systems", "oracle", "--reader",
+                         "rule", "--out", out, "--quiet"])
+        assert_one_line(code, err, "evaluate", "--timelines")
+        assert not (out / "metrics.json").exists()
+        assert (out / "predictions.jsonl").read_text() == '{"old": true}\n'  # untouched, never half-written
+
+    def test_an_interrupted_write_leaves_the_old_file(self, tmp_path, monkeypatch):
+        """The fault test of the atomic write: a failure mid-write keeps the previous file whole;
+        with a plain open(..., "w") (the old writer) the file would be truncated."""
+        from clerk.evaluate import schemas
+
+        path = tmp_path / "predictions.jsonl"
+        path.write_text('{"old": true}\n')
+
+        def boom(kind, row, schemas_=None):
+            raise RuntimeError("disk full")
+
+        monkeypatch.setattr(schemas, "validate_record", boom)
+        with pytest.raises(RuntimeError):
+            schemas.write_jsonl(path, "predictions", [{"x": 1}])
+        assert path.read_text() == '{"old": true}\n'
+        assert [p.name for p in tmp_path.iterdir()] == ["predictions.jsonl"]  # no temporary left
+
+    def test_generate_out_naming_a_folder(self, tmp_path):
+        code, err = run(["generate", "--seed", "1", "--split", "test", "--personas", "1", "--out", tmp_path])
+        assert_one_line(code, err, "generate", "--out")
+
+    def test_evaluate_out_naming_a_file_fails_before_the_run(self, ok, tmp_path):
+        (tmp_path / "f").write_text("x")
+        code, err = run(["evaluate", "--timelines", ok["t.jsonl"], "--model", ok["model"], "--systems", "oracle",
+                         "--reader", "rule", "--out", tmp_path / "f", "--quiet"])
+        assert_one_line(code, err, "evaluate", "--out")
+        assert (tmp_path / "f").read_text() == "x"
+
+    @pytest.mark.parametrize("model", ["missing", "file", "empty-folder"])
+    def test_evaluate_with_a_bad_model(self, ok, tmp_path, model):
+        path = tmp_path / model
+        if model == "file":
+            path.write_text("x")
+        elif model == "empty-folder":
+            path.mkdir()
+        code, err = run(["evaluate", "--timelines", ok["t.jsonl"], "--model", path, "--systems", "oracle",
+                         "--reader", "rule", "--out", tmp_path / "ev", "--quiet"])
+        assert_one_line(code, err, "evaluate", "--model")
+
+
+class TestNothingChecked:
+    @pytest.mark.parametrize("seconds", ["nan", "inf", "-inf", "1e300"])
+    def test_stress_seconds_must_be_finite(self, tmp_path, seconds):
+        code, err = run(["stress-forget", "--store", f"sqlite:///{tmp_path}/m.db", f"--seconds={seconds}"])
+        assert_one_line(code, err, "stress-forget", "seconds")
+
+    @pytest.mark.parametrize("which", ["files", "numbers"])
+    def test_verify_with_nothing_listed_fails(self, ok, tmp_path, which):
+        empty = tmp_path / "empty.json"
+        empty.write_text(json.dumps({which: {}}))
+        manifest = empty if which == "files" else ok["manifest.json"]
+        numbers = empty if which == "numbers" else ok["numbers.json"]
+        code, err = run(["verify", "--manifest", manifest, "--numbers", numbers, "--paper", "none", "--lock", "none",
+                         "--workdir", ok["root"]])
+        assert_one_line(code, err, "verify", "--manifest" if which == "files" else "--numbers")
+        assert "nothing to verify" in err
+
+    @pytest.mark.parametrize("edit", ["no-sessions", "no-questions", "turns-5"])
+    def test_evaluate_refuses_timelines_with_nothing_to_evaluate(self, ok, tmp_path, edit):
+        persona = json.loads(ok["t.jsonl"].read_text().splitlines()[0])
+        if edit == "no-sessions":
+            persona["sessions"] = []
+        elif edit == "no-questions":
+            del persona["sessions"][1]["questions"]
+        else:
+            persona["sessions"][1]["turns"] = 5
+        bad = tmp_path / "t.jsonl"
+        bad.write_text(json.dumps(persona) + "\n")
+        code, err = run(["evaluate", "--timelines", bad, "--model", ok["model"], "--systems", "oracle", "--reader",
+                         "rule", "--out", tmp_path / "ev", "--quiet"])
+        assert_one_line(code, err, "evaluate", "--timelines")

@@ -61,6 +61,11 @@ class SQLiteStore(SqlStore):
             what = "is a directory" if os.path.isdir(path) else "does not exist"
             raise StoreError(f"no SQLite store at {path!r}: the file {what} (this verb creates no store; "
                              f"check the --store URL)")
+        if not create and path != ":memory:":
+            with open(path, "rb") as fh:
+                if fh.read(16) != b"SQLite format 3\x00":  # checked before SQLite writes a header into it
+                    raise StoreError(f"no SQLite store at {path!r}: the file is not a SQLite database "
+                                     f"(empty or other content; this verb creates no store, check the --store URL)")
         try:
             # isolation_level=None: no implicit transactions; every one is an explicit BEGIN.
             self._conn = sqlite3.connect(path, timeout=timeout, isolation_level=None)
