@@ -145,7 +145,8 @@ def _name_argument(message: str, parser: argparse.ArgumentParser, args: argparse
     candidates = _path_arguments(parser, args)
     if any(name in message for name, _ in candidates if name.startswith("-")):
         return message
-    named = [name for name, value in candidates if len(value) > 1 and value in message]
+    named = [name for name, value in candidates
+             if len(value) > 1 and value in message and (os.sep in value or Path(value).exists())]
     return f"{named[0]}: {message}" if named else message
 
 

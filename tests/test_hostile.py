@@ -29,9 +29,9 @@ pg_server = pytest.fixture(scope="module")(pg_kit.serve)
 
 #: (value as the ledger holds it, the turn that stated it): no spaces, NFD, underscore-adjacent.
 CASES = [
-    ("東京", "私は東京に住んでいます"),
-    ("Zürich", unicodedata.normalize("NFD", "Ich wohne in Zürich.")),
-    ("Oslo", "#Oslo_life is the best"),
+    ("釧路", "私は釧路に住んでいます"),
+    ("Tórshavn", unicodedata.normalize("NFD", "Ich wohne in Tórshavn.")),
+    ("Hammerfest", "#Hammerfest_life is the best"),
     ("Kraków", "KRAKÓW!"),  # another case, composed
     ("Ｓeoul", "서울 or Seoul?"),  # full-width letter in the value, ASCII in the text (NFKC)
 ]
