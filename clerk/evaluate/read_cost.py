@@ -61,4 +61,4 @@ def run_read_cost(args: Any) -> None:
         writer = csv.DictWriter(fh, fieldnames=["session", "view", "mean_read_tokens", "n"], lineterminator="\n")
         writer.writeheader()
         writer.writerows(rows)
-    print(f"clerk read-cost: {len(rows)} rows -> {out}", file=sys.stderr)
+    print(f"clerk read-cost: {len(rows)} rows -> {args.out}", file=sys.stderr)

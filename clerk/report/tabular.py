@@ -7,7 +7,6 @@ byte-stably, and the cells and footers every paper table shares (SPEC §6, §8).
 from __future__ import annotations
 
 import io
-import json
 import math
 from pathlib import Path
 from typing import Any, Callable
