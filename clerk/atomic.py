@@ -65,17 +65,19 @@ def write_text(path: str | Path, text: str, *, encoding: str = "utf-8") -> None:
 
 
 def check_out_dir(path: str | Path, arg: str = "--out") -> Path:
-    """An output folder: created if missing; a UserError naming ``arg`` when it is a file (or
-    lies under one) or cannot be created. Call before any work, so a run never fails at its end."""
+    """An output folder: an existing writable folder, or one that can be created (its nearest
+    existing ancestor is a writable folder; nothing is created here, the writes create it). A
+    UserError naming ``arg`` otherwise. Call before any work, so a run never fails at its end."""
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise UserError(f"{arg} must be a folder (it is created if missing), got {str(path)!r}, which is a file")
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise UserError(f"{arg} must be a folder that can be created, got {str(path)!r} ({err.strerror})") from None
-    if not os.access(path, os.W_OK | os.X_OK):
-        raise UserError(f"{arg} must be a writable folder, got {str(path)!r}")
+    ancestor = path
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        raise UserError(f"{arg} must be a folder that can be created, got {str(path)!r}: {str(ancestor)!r} is a file")
+    if not os.access(ancestor, os.W_OK | os.X_OK):
+        raise UserError(f"{arg} must be a writable folder, got {str(path)!r} ({str(ancestor)!r} is not writable)")
     return path
 
 

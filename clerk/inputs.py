@@ -83,3 +83,13 @@ def check_model_dir(path: str | Path | None, arg: str, need: tuple[str, ...] = (
     missing = [name for name in need if not (p / name).is_file()]
     if missing:
         raise UserError(f"{arg} must be {what}, got {str(path)!r}, which holds no {', '.join(missing)}")
+
+
+def check_run_dirs(args: Any) -> None:
+    """The model folders of a replay verb (``clerk evaluate``, ``clerk erasure``), checked before
+    any work: ``--model`` (config.json), ``--adapter`` and ``--reader-adapter`` (adapter_config.json)."""
+    check_model_dir(args.model, "--model")
+    check_model_dir(getattr(args, "adapter", None), "--adapter", ("adapter_config.json",),
+                    "a LoRA adapter folder (from clerk train)")
+    check_model_dir(getattr(args, "reader_adapter", None), "--reader-adapter", ("adapter_config.json",),
+                    "a LoRA adapter folder (from clerk train)")

@@ -84,11 +84,6 @@ def runtime_from_args(args: Any) -> Any:
     from clerk.memory import Runtime
     from clerk.models.device import set_torch_threads
 
-    from clerk.inputs import check_model_dir
-
-    check_model_dir(args.model, "--model")  # up front: not a traceback from the first load
-    check_model_dir(args.adapter, "--adapter", ("adapter_config.json",), "a LoRA adapter folder (from clerk train)")
-    check_model_dir(args.reader_adapter, "--reader-adapter", ("adapter_config.json",), "a LoRA adapter folder")
     set_torch_threads(args.threads)
     cfg = EvalConfig(window_k=args.window_k, rag_k=args.rag_k, max_new_tokens=args.max_new_tokens,
                      batch_size=args.batch_size, reader=args.reader, reader_model=args.reader_model,

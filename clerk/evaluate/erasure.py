@@ -41,6 +41,7 @@ import time
 from typing import Any
 
 from clerk.atomic import start_outputs, write_text
+from clerk.inputs import check_run_dirs
 from clerk.errors import UserError
 from clerk.evaluate.runner import load_timelines_file, load_up_front, make_systems, mc_choose, replay
 from clerk.evaluate.schemas import validate_record, write_jsonl
@@ -250,6 +251,7 @@ def run_erasure(args: Any, registry: Registry = MEMORY_REGISTRY) -> None:
     from clerk.models.hashes import sha256_file
 
     out = start_outputs(args.out, "--out", marker="metrics.json")  # up front; no stale completion marker
+    check_run_dirs(args)
     runtime = runtime_from_args(args)
     cfg = runtime.config
     _check_systems(make_systems(args.systems, runtime, registry))  # fail on bad names before loading anything

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from clerk.atomic import start_outputs, write_text
+from clerk.inputs import check_run_dirs
 from clerk.errors import UserError
 from clerk.evaluate.schemas import METRICS_SCHEMA_ID, validate_record, write_jsonl
 from clerk.evaluate.summary import is_stale_error, ledger_row, summarize
@@ -253,6 +254,7 @@ def run_evaluate(args: Any, registry: Registry = MEMORY_REGISTRY) -> None:
     from clerk.models.hashes import sha256_file
 
     out = start_outputs(args.out, "--out", marker="metrics.json")  # up front; no stale completion marker
+    check_run_dirs(args)
     runtime = runtime_from_args(args)
     cfg = runtime.config
     make_systems(args.systems, runtime, registry)  # fail on bad names before loading anything
