@@ -17,6 +17,7 @@ import argparse
 import importlib
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -142,11 +143,10 @@ def _input_error_line(err: BaseException, parser: argparse.ArgumentParser, args:
 def _name_argument(message: str, parser: argparse.ArgumentParser, args: argparse.Namespace) -> str:
     """``message`` led by the argument it is about, when it names a value of one but no option
     (a library error such as "'x.json': not a stream" becomes "--streams: 'x.json': not a stream")."""
-    candidates = _path_arguments(parser, args)
-    if any(name in message for name, _ in candidates if name.startswith("-")):
+    if re.search(r"(^|[\s(])--[a-z]", message):  # names an option already
         return message
-    named = [name for name, value in candidates
-             if len(value) > 1 and value in message and (os.sep in value or Path(value).exists())]
+    named = [name for name, value in _path_arguments(parser, args)
+             if len(value) > 1 and value in message and (os.sep in value or Path(value).is_file())]
     return f"{named[0]}: {message}" if named else message
 
 
