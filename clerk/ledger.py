@@ -30,6 +30,8 @@ Program = list[Any]
 
 #: How many "[" positions the program parser tries before giving up (see parse_program).
 MAX_PARSE_STARTS = 256
+#: Characters of failed scans the program parser allows beyond twice the text's length.
+PARSE_BUDGET_SLACK = 1 << 16
 #: Field order of an occupied slot, in files and in the prompt serialization.
 SLOT_FIELDS = ("i", "s", "p", "o", "prev", "v", "born", "t", "uses")
 OP_KINDS = ("ADD", "UPDATE", "TOMBSTONE", "EVICT")
@@ -191,7 +193,7 @@ def check_op(ledger: Ledger, op: Any) -> str | None:
         if type(value) is not typ:  # bool is not an int index; exact types only
             return f"field {name!r} must be {typ.__name__}, got {type(value).__name__}"
     if "i" in schema and not 0 <= op["i"] < len(ledger):
-        return f"slot index {op['i']} out of range 0..{len(ledger) - 1}"
+        return f"slot index {_int_text(op['i'])} out of range 0..{len(ledger) - 1}"
     if kind == "ADD":
         if find(ledger, op["s"], op["p"]) is not None:
             return f"(s, p) = ({op['s']!r}, {op['p']!r}) already occupies a slot"
@@ -209,6 +211,17 @@ def check_op(ledger: Ledger, op: Any) -> str | None:
     if kind == "TOMBSTONE" and slot["v"] == 0:
         return f"slot {op['i']} is already tombstoned"
     return None
+
+
+def _int_text(value: int) -> str:
+    """An int for a message; one too long to print (Python refuses > 4300 digits) by its size.
+
+    >>> _int_text(-3), _int_text(10 ** 5000)
+    ('-3', 'an integer of 16610 bits')
+    """
+    if abs(value) < 10 ** 18:
+        return str(value)
+    return f"{'a negative' if value < 0 else 'an'} integer of {value.bit_length()} bits"
 
 
 def _apply(ledger: Ledger, op: Op, now: int) -> None:
@@ -239,7 +252,11 @@ def reduce(ledger: Ledger, program: Any, now: int, *, strict: bool = True) -> tu
 
     Raises:
         InvalidOpError: strict mode only, naming the op's position, the op and the reason.
+        ValueError: ``now`` is not an int >= 0 (a caller's error, in either mode: slots written
+            at a negative session would fail :func:`validate_ledger`).
     """
+    if type(now) is not int or now < 0:
+        raise ValueError(f"now must be an int >= 0 (a session index), got {now!r}")
     out = copy.deepcopy(ledger)
     report = ReduceReport()
     if not isinstance(program, list):
@@ -284,18 +301,25 @@ def parse_program(text: Any) -> ParseResult:
     if not isinstance(text, str):
         return ParseResult([], f"expected text, got {type(text).__name__}")
     decoder = json.JSONDecoder()
+    # Each failed start costs a scan from it to where the decoder gave up. Adversarial text makes
+    # every start scan to the end ("[1,[1,[1,..." or "[[[[..."), so the scans are charged against
+    # a budget linear in the text's length: at most about three full passes, whatever the text.
+    # A real program starts within the first few "[" and costs its own length.
+    budget = 2 * len(text) + PARSE_BUDGET_SLACK
     start = text.find("[")
-    # Each failed start costs a scan of the rest of the text; bounding the number of starts keeps
-    # adversarial text ("[[[[..." x 100k) linear. A real program starts within the first few.
     for _ in range(MAX_PARSE_STARTS):
-        if start == -1:
+        if start == -1 or budget < 0:
             break
         try:
             value, _ = decoder.raw_decode(text, start)
-        except (ValueError, RecursionError):
-            value = None
+        except json.JSONDecodeError as err:
+            value, budget = None, budget - (err.pos - start + 1)
+        except (ValueError, RecursionError):  # an int too long to convert, nesting too deep: a full scan
+            value, budget = None, budget - (len(text) - start)
         if isinstance(value, list):
             return ParseResult(value)
+        if value is not None:
+            budget -= 1
         start = text.find("[", start + 1)
     return ParseResult([], "no JSON list found")
 
@@ -413,6 +437,9 @@ def _short(obj: Any, limit: int = 120) -> str:
     """A bounded one-line rendering of an op for error messages; never raises."""
     try:
         text = dumps(obj)
-    except (TypeError, ValueError, RecursionError):  # bytes, sets, deep nesting from model output
-        text = reprlib.repr(obj)
+    except (TypeError, ValueError, RecursionError):  # bytes, sets, deep nesting, huge ints from model output
+        try:
+            text = reprlib.repr(obj)
+        except (ValueError, RecursionError):  # reprlib prints ints in full, too
+            text = f"<{type(obj).__name__} too large to print>"
     return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -8,7 +8,6 @@ import copy
 import doctest
 import json
 import re
-from pathlib import Path
 
 import pytest
 import yaml

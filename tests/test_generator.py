@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import subprocess
@@ -501,7 +502,9 @@ class TestFiles:
     def test_bad_line(self, tmp_path):
         """A non-JSON line is a user error naming the line."""
         path = tmp_path / "t.jsonl"
-        path.write_text('{"sessions": []}\nnot json\n', encoding="utf-8")
+        first = json.dumps({"name": "Ari", "sessions": [{"index": 0, "turns": [], "events": [], "questions": [],
+                                                        "gold_ops": [], "ledger_before": [], "ledger_after": []}]})
+        path.write_text(first + '\nnot json\n', encoding="utf-8")
         with pytest.raises(UserError, match=r"line 2 is not JSON"):
             load_timelines(path)
 
@@ -570,7 +573,7 @@ class TestCli:
             cli_main(["generate", "--seed", "1", "--split", "train", "--phrasings", str(path),
                       "--out", str(tmp_path / "x.jsonl")])
         assert capsys.readouterr().err == (
-            f"clerk generate: error: phrasings file {path}: predicates[0] (colour) is missing key 'values'\n")
+            f"clerk generate: error: --phrasings: phrasings file {path}: predicates[0] (colour) is missing key 'values'\n")
 
 
 def test_doctests():

@@ -12,7 +12,7 @@ import pytest
 
 import clerk.store
 from clerk.errors import UserError
-from clerk.store import ConcurrentPublish, StaleGeneration, StoreError, open_store
+from clerk.store import ConcurrentPublish, StaleGeneration, StoreError, UnknownSubject, open_store
 from clerk.store import base as base_module
 from clerk.store import scrub as scrub_module
 
@@ -135,22 +135,26 @@ class TestFence:
         assert err.value.captured is None
         assert store.read("Ari").sessions == 0
 
-    def test_forget_of_unseen_subject_advances_its_generation(self, store):
-        """A forget that finds nothing still fences consolidations that read before it."""
-        stale = store.consolidation("Bo")
-        assert store.forget("Bo").generation == 1
-        with pytest.raises(StaleGeneration):
-            stale.publish([add("city", "Lima", s="Bo")], say("Lima.", ))
+    def test_forget_of_unseen_subject_is_refused_and_writes_nothing(self, store):
+        """A subject the store has no row for is most likely a typo: UnknownSubject, no row, no
+        generation (nothing was acknowledged, so a consolidation that read before it may publish)."""
+        fresh = store.consolidation("Bo")
+        with pytest.raises(UnknownSubject, match="subject 'Bo' is not in the store"):
+            store.forget("Bo")
+        assert store.subjects() == [] and store.read("Bo").generation == 0
+        fresh.publish([add("city", "Lima", s="Bo")], say("Lima.", ))
+        assert store.forget("Bo").generation == 1  # known now
 
     def test_generation_is_durable_across_reopen(self, url):
         """The generation lives in the database, not in the connection."""
         with open_store(url) as s:
+            consolidate(s, "Ari", [add("city", "Lima")], "Lima.")
             stale = s.consolidation("Ari")
             s.forget("Ari", "city")
         with open_store(url) as s:
             assert s.read("Ari").generation == 1
             with pytest.raises(StaleGeneration):
-                s.publish("Ari", generation=stale.generation, session=0, ledger=stale.ledger, transcript=[])
+                s.publish("Ari", generation=stale.generation, session=1, ledger=stale.ledger, transcript=[])
 
 
 class TestForget:

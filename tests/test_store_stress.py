@@ -115,6 +115,24 @@ class TestHarness:
             assert not seen & set(writes.values())
             seen |= set(writes.values())
 
+    def test_sessions_state_values_in_every_form_and_the_judge_sees_them(self):
+        """Statements with spaces, without any (Japanese), against an underscore, in NFC and NFD,
+        with CJK and accented values: the judge finds each one, so a redaction that misses one
+        shows up as a resurrection (issue 48: the old word-boundary redaction did)."""
+        import unicodedata
+
+        rng, forms, nfd, scripts = random.Random(0), set(), 0, set()
+        for counter in range(300):
+            turns, writes = make_session(rng, 7, counter * 2)
+            for turn, (pred, value) in zip(turns[::2], writes.items()):
+                text = turn["content"]
+                forms |= {k for k, form in enumerate(stress_module.STATEMENT_FORMS) if form.split("{")[0] in text}
+                nfd += text != unicodedata.normalize("NFC", text)
+                scripts.add("cjk" if "\u3000" < value[0] else "ascii" if value.isascii() else "accented")
+                assert stress_module.statements(text) == [(pred, value)]
+                assert stress_module._seen(Snapshot("Ari", 0, 1, [], [{"session": 0, "turns": [turn]}])).codes == {value}
+        assert forms == {0, 1, 2} and nfd > 0 and scripts == {"cjk", "ascii", "accented"}
+
     def test_gold_program_updates_known_predicates_and_evicts_when_full(self):
         ledger = [{"i": 0, "s": "Ari", "p": "city", "o": "Oslo-000000001", "prev": None, "v": 1, "born": 0, "t": 0,
                    "uses": 0}]
@@ -127,14 +145,15 @@ class TestHarness:
     def test_bad_arguments_name_the_field(self, tmp_path):
         with pytest.raises(UserError, match="workers must be an int >= 1, got 0"):
             StressConfig(url=f"sqlite:///{tmp_path}/m.db", workers=0)
-        with pytest.raises(UserError, match="seconds must be a number > 0, got -1"):
+        with pytest.raises(UserError, match="seconds must be a finite number > 0, got -1"):
             StressConfig(url=f"sqlite:///{tmp_path}/m.db", seconds=-1)
 
     def test_a_store_with_subjects_is_refused(self, tmp_path, capsys):
         """The judge must own every subject, so the harness wants an empty store."""
         url = f"sqlite:///{tmp_path}/m.db"
         with open_store(url) as store:
-            store.forget("Ari")
+            with store.consolidation("Ari") as c:
+                c.publish([], [])
         with pytest.raises(SystemExit) as err:
             clerk_main(["stress-forget", "--store", url, "--seconds", "1"])
         assert err.value.code == 2

@@ -261,7 +261,7 @@ class TestTableSystemsCli:
         with pytest.raises(SystemExit) as err:
             main(["table-systems", "--metrics", str(tmp_path / "nope.json"), "--out", str(tmp_path / "t.csv")])
         assert err.value.code == 2
-        assert f"--metrics: file '{tmp_path / 'nope.json'}' does not exist" in capsys.readouterr().err
+        assert f"--metrics must be a JSON file, got '{tmp_path / 'nope.json'}', which does not exist" in capsys.readouterr().err
 
 
 # ---- eviction, read cost, benchmarks ---------------------------------------------------------

@@ -13,8 +13,9 @@ Two measurements per (system, mode):
 * **Leak rate**: over every question asked after a forget (every later question of that persona,
   whatever it asks about) while a forgotten value is *live* (forgotten and not stated again by
   the persona since the forget), the share whose view still contains a live forgotten value.
-  A value *occurs* in a view when its text appears there as a whole word, case-insensitively:
-  the same matcher as the store's redaction (:func:`clerk.store.scrub.value_pattern`). A plain
+  A value *occurs* in a view when its text appears there as a whole word, case-insensitively
+  and in any Unicode normal form (:func:`clerk.store.scrub.value_pattern` with ``words=True``;
+  the redaction itself removes every occurrence of the text, whole word or not). A plain
   substring test would charge every system for text that never stated the value ("pho" inside
   "phone", "cat" inside "relocated"); it is recorded too (``leak_rate_substring``). Views need no
   model: every question's view is checked.
@@ -37,8 +38,9 @@ from __future__ import annotations
 import json
 import sys
 import time
-from pathlib import Path
 
+from clerk.atomic import start_outputs, write_text
+from clerk.inputs import check_run_dirs
 from clerk.errors import UserError
 from clerk.evaluate.config import ErasureConfig
 from clerk.evaluate.runner import (
@@ -53,7 +55,7 @@ from clerk.evaluate.schemas import validate_record, write_jsonl
 from clerk.evaluate.summary import mean_or_none
 from clerk.generator.forgets import FORGOTTEN
 from clerk.memory import MEMORY_REGISTRY, EvalConfig, MemorySystem, Registry, Runtime
-from clerk.memory.forgetting import FORGET_ACTIONS, value_pattern
+from clerk.memory.forgetting import value_pattern
 
 ERASURE_SCHEMA_ID = "clerk.erasure.metrics/1"
 #: ``forget``: requests delivered to the system; ``ignore``: not delivered (the naive contrast).
@@ -137,7 +139,7 @@ def leaked_values(text: str, values: list[str]) -> list[str]:
     >>> leaked_values("Ari moved to oslo; her phone is new.", ["Oslo", "pho", "Rome"])
     ['Oslo']
     """
-    patterns = [(v, value_pattern([v])) for v in values]
+    patterns = [(v, value_pattern([v], words=True)) for v in values]
     return [v for v, pattern in patterns if pattern is not None and pattern.search(text)]
 
 
@@ -254,6 +256,8 @@ def run_erasure(cfg: ErasureConfig, registry: Registry = MEMORY_REGISTRY) -> Non
     from clerk import __version__
     from clerk.models.hashes import sha256_file
 
+    out = start_outputs(cfg.out, "--out", marker="metrics.json")  # up front; no stale completion marker
+    check_run_dirs(cfg)
     runtime = runtime_from_config(cfg)
     systems, ignore_forget = list(cfg.systems), list(cfg.ignore_forget)
     _check_systems(make_systems(systems, runtime, registry))  # fail on bad names before loading anything
@@ -261,8 +265,6 @@ def run_erasure(cfg: ErasureConfig, registry: Registry = MEMORY_REGISTRY) -> Non
         make_systems(ignore_forget, runtime, registry)
     timelines = load_timelines_file(cfg.timelines)
     rows, summary = erasure(timelines, systems, runtime, ignore_forget, registry, progress=not cfg.quiet)
-    out = Path(cfg.out)
-    out.mkdir(parents=True, exist_ok=True)
     write_jsonl(out / "views.jsonl", "views", rows, SCHEMAS)
     versions = {"clerk": __version__, **{r["system"]: r["version"] for r in summary}}
     metrics = {
@@ -280,6 +282,6 @@ def run_erasure(cfg: ErasureConfig, registry: Registry = MEMORY_REGISTRY) -> Non
     for record in summary:
         validate_record("metrics.row", record, SCHEMAS)
     # metrics.json last: its existence means the run completed.
-    (out / "metrics.json").write_text(json.dumps(metrics, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_text(out / "metrics.json", json.dumps(metrics, indent=2, ensure_ascii=False) + "\n")
     print(f"clerk erasure: {len(rows)} views of {len(summary)} system rows -> {out} "
           f"in {metrics['wall_seconds']:.1f} s", file=sys.stderr)

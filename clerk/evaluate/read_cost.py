@@ -12,6 +12,7 @@ import csv
 import sys
 from pathlib import Path
 
+from clerk.atomic import atomic_write, check_out_file
 from clerk.errors import UserError
 from clerk.evaluate.config import ReadCostConfig
 from clerk.evaluate.runner import load_timelines_file, make_systems, replay
@@ -49,15 +50,15 @@ def run_read_cost(args: ReadCostConfig) -> None:
     """``clerk read-cost``: write the probe's CSV (see :func:`read_cost`)."""
     from transformers import AutoTokenizer
 
+    check_out_file(args.out, "--out")
     if not Path(args.tokenizer).is_dir():
         raise UserError(f"--tokenizer must be a model or tokenizer directory, got {args.tokenizer!r}")
     cfg = EvalConfig(window_k=args.window_k, rag_k=args.rag_k, reader_model="base")  # counts tokens, reads nothing
+    timelines = load_timelines_file(args.timelines)  # before the tokenizer loads: input errors first
     runtime = Runtime(cfg, tokenizer=AutoTokenizer.from_pretrained(args.tokenizer), context_tokens=10**12)
-    rows = read_cost(load_timelines_file(args.timelines), runtime, progress=not args.quiet)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out, "w", encoding="utf-8", newline="") as fh:
+    rows = read_cost(timelines, runtime, progress=not args.quiet)
+    with atomic_write(args.out, newline="") as fh:  # whole or absent
         writer = csv.DictWriter(fh, fieldnames=["session", "view", "mean_read_tokens", "n"], lineterminator="\n")
         writer.writeheader()
         writer.writerows(rows)
-    print(f"clerk read-cost: {len(rows)} rows -> {out}", file=sys.stderr)
+    print(f"clerk read-cost: {len(rows)} rows -> {args.out}", file=sys.stderr)

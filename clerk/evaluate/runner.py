@@ -25,11 +25,13 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+from clerk.atomic import start_outputs, write_text
+from clerk.inputs import check_run_dirs
 from clerk.errors import UserError
 from clerk.evaluate.config import EvaluateConfig
 from clerk.evaluate.schemas import METRICS_SCHEMA_ID, validate_record, write_jsonl
 from clerk.evaluate.summary import is_stale_error, ledger_row, summarize
-from clerk.memory import MEMORY_REGISTRY, EvalConfig, MemorySystem, Registry, Runtime
+from clerk.memory import MEMORY_REGISTRY, MemorySystem, Registry, Runtime
 
 
 def make_systems(names: list[str], runtime: Runtime, registry: Registry = MEMORY_REGISTRY) -> dict[str, MemorySystem]:
@@ -236,7 +238,7 @@ def load_timelines_file(path: str) -> list[dict]:
 
     if not Path(path).is_file():
         raise UserError(f"--timelines must be an existing timelines file (JSON lines), got {path!r}")
-    timelines = load_timelines(path)
+    timelines = load_timelines(path, "--timelines")
     if not timelines:
         raise UserError(f"--timelines {path!r} holds no persona")
     return timelines
@@ -261,6 +263,8 @@ def run_evaluate(cfg: EvaluateConfig, registry: Registry = MEMORY_REGISTRY) -> N
     start = time.perf_counter()
     from clerk.models.hashes import sha256_file
 
+    out = start_outputs(cfg.out, "--out", marker="metrics.json")  # up front; no stale completion marker
+    check_run_dirs(cfg)
     runtime = runtime_from_config(cfg)
     systems = list(cfg.systems)
     make_systems(systems, runtime, registry)  # fail on bad names before loading anything
@@ -269,8 +273,6 @@ def run_evaluate(cfg: EvaluateConfig, registry: Registry = MEMORY_REGISTRY) -> N
         raise UserError(f"--timelines {cfg.timelines!r} holds forget requests, which clerk evaluate does not "
                         "deliver; replay it with clerk erasure")
     predictions, ledger_rows, summary = evaluate(timelines, systems, runtime, registry, progress=not cfg.quiet)
-    out = Path(cfg.out)
-    out.mkdir(parents=True, exist_ok=True)
     write_jsonl(out / "predictions.jsonl", "predictions", predictions)
     write_jsonl(out / "ledgers.jsonl", "ledgers", ledger_rows)
     from clerk import __version__
@@ -288,6 +290,6 @@ def run_evaluate(cfg: EvaluateConfig, registry: Registry = MEMORY_REGISTRY) -> N
     for record in summary.values():
         validate_record("metrics.system", record)
     # metrics.json last: its existence means the run completed.
-    (out / "metrics.json").write_text(json.dumps(metrics, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_text(out / "metrics.json", json.dumps(metrics, indent=2, ensure_ascii=False) + "\n")
     print(f"clerk evaluate: {len(predictions)} predictions, {len(ledger_rows)} ledger rows -> {out} "
           f"in {metrics['wall_seconds']:.1f} s", file=sys.stderr)

@@ -123,7 +123,9 @@ def validate_record(kind: str, record: dict, schemas: dict[str, dict[str, tuple]
 
 def write_jsonl(path: Path, kind: str, rows: list[dict], schemas: dict[str, dict[str, tuple]] | None = None) -> None:
     """Write ``rows`` as JSON lines, each validated as a ``kind`` record (see :func:`validate_record`)."""
-    with open(path, "w", encoding="utf-8") as fh:
+    from clerk.atomic import atomic_write
+
+    with atomic_write(path) as fh:  # whole or absent (clerk/atomic.py)
         for row in rows:
             validate_record(kind, row, schemas)
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")

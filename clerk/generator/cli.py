@@ -9,6 +9,7 @@ import json
 import sys
 from typing import Any
 
+from clerk.atomic import check_out_file
 from clerk.errors import UserError
 from clerk.generator.config import GeneratorConfig
 from clerk.generator.files import timeline_stats, write_timelines
@@ -17,6 +18,7 @@ from clerk.generator.timelines import generate_from_config
 
 def main(args: Any) -> None:
     """``clerk generate``: write timelines to ``args.out`` and print their stats to stderr."""
+    check_out_file(args.out, "--out")
     cfg = GeneratorConfig(seed=args.seed, split=args.split, personas=args.personas, sessions=args.sessions,
                           budget=args.budget, n_init=args.init_facts, forgets=args.forgets,
                           questions=_questions(args.questions))

@@ -18,36 +18,89 @@ from clerk.generator.timelines import EVENT_KINDS
 
 def write_timelines(path: str | Path, timelines: list[dict[str, Any]]) -> None:
     """Write one compact JSON line per persona (UTF-8, ``\\n`` endings, trailing newline)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8", newline="\n") as fh:
+    from clerk.atomic import atomic_write
+
+    with atomic_write(path, newline="\n") as fh:  # whole or absent
         for timeline in timelines:
             fh.write(L.dumps(timeline) + "\n")
 
 
-def load_timelines(path: str | Path) -> list[dict[str, Any]]:
-    """Read a timeline file written by :func:`write_timelines`.
+def load_timelines(path: str | Path, what: str = "timeline file") -> list[dict[str, Any]]:
+    """Read a timeline file written by :func:`write_timelines`; errors name ``what`` (the
+    argument, e.g. ``--timelines``) and the path.
 
     Raises:
         UserError: the file cannot be read or a line is not a JSON object.
     """
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except OSError as err:
-        raise UserError(f"timeline file {path}: cannot read it ({err.strerror})") from None
+        raise UserError(f"{what} {str(path)!r}: cannot read it ({err.strerror})") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise UserError(f"{what} {str(path)!r}: not UTF-8 (byte 0x{data[err.start]:02x} at offset {err.start}); "
+                        f"timelines are UTF-8 JSON lines") from None
     out = []
     for n, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
         try:
             obj = json.loads(line)
-        except ValueError as err:
-            raise UserError(f"timeline file {path}: line {n} is not JSON ({err})") from None
-        if not isinstance(obj, dict) or "sessions" not in obj:
-            raise UserError(f"timeline file {path}: line {n} must be a persona object with 'sessions'")
+        except (ValueError, RecursionError) as err:
+            raise UserError(f"{what} {str(path)!r}: line {n} is not JSON ({err}; truncated?)") from None
+        problem = timeline_problem(obj)
+        if problem:
+            raise UserError(f"{what} {str(path)!r}: line {n}: {problem}")
         out.append(obj)
+    if not out:
+        raise UserError(f"{what} {str(path)!r}: holds no persona (the file is empty)")
     return out
+
+
+#: What every session of a timeline holds, and the JSON type of each field.
+SESSION_FIELDS = {"index": int, "turns": list, "events": list, "questions": list, "gold_ops": list,
+                  "ledger_before": list, "ledger_after": list}
+
+
+def timeline_problem(obj: Any) -> str | None:
+    """Why ``obj`` is not a persona timeline (:func:`write_timelines`' shape), or None.
+
+    Checked: a persona object with a non-empty ``sessions`` list; every session an object with
+    :data:`SESSION_FIELDS` of the right types (``index`` its position); turns
+    ``{"role", "content"}`` strings; questions objects. Values inside are the evaluation's to judge.
+
+    >>> timeline_problem({"name": "Ari", "sessions": []})
+    "'sessions' must be a non-empty list of sessions, got []"
+    >>> timeline_problem({"name": "Ari", "sessions": [{"index": 0, "turns": 5}]})
+    "session 0: field 'turns' must be a list, got 5"
+    """
+    if not isinstance(obj, dict):
+        return f"must be a persona object, got {type(obj).__name__}"
+    sessions = obj.get("sessions")
+    if not isinstance(sessions, list) or not sessions:
+        return f"'sessions' must be a non-empty list of sessions, got {sessions!r:.80}"
+    for name in ("name", "split"):
+        if name in obj and not isinstance(obj[name], str):
+            return f"field {name!r} must be a string, got {obj[name]!r:.80}"
+    for pos, session in enumerate(sessions):
+        if not isinstance(session, dict):
+            return f"session {pos} must be an object, got {type(session).__name__}"
+        for field, kind in SESSION_FIELDS.items():
+            if field not in session:
+                return f"session {pos} lacks field {field!r} (a session holds {', '.join(SESSION_FIELDS)})"
+            if type(session[field]) is not kind:
+                return f"session {pos}: field {field!r} must be a {kind.__name__}, got {session[field]!r:.80}"
+        if session["index"] != pos:
+            return f"session {pos}: field 'index' must be {pos} (its position), got {session['index']!r}"
+        for k, turn in enumerate(session["turns"]):
+            if not (isinstance(turn, dict) and isinstance(turn.get("role"), str) and isinstance(turn.get("content"), str)):
+                return f"session {pos} turn {k} must be an object with string 'role' and 'content', got {turn!r:.80}"
+        for k, question in enumerate(session["questions"]):
+            if not isinstance(question, dict):
+                return f"session {pos} question {k} must be an object, got {question!r:.80}"
+    return None
 
 
 def timeline_stats(timelines: list[dict[str, Any]]) -> dict[str, Any]:

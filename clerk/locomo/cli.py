@@ -100,10 +100,12 @@ def _input_record(data: Path, selection: dict, conversations: list[Conversation]
 
 def _write_outputs(out: Path, selection: dict, predictions: list[dict], metrics: dict) -> None:
     """``selection.json``, ``predictions.jsonl`` and, last, ``metrics.json`` (its existence means the run completed)."""
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "selection.json").write_text(json.dumps(selection, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    from clerk.atomic import start_outputs, write_text
+
+    start_outputs(out, "--out", marker="metrics.json")
+    write_text(out / "selection.json", json.dumps(selection, indent=1, sort_keys=True) + "\n")
     write_jsonl(out / "predictions.jsonl", "predictions", predictions)
-    (out / "metrics.json").write_text(json.dumps(metrics, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_text(out / "metrics.json", json.dumps(metrics, indent=2, ensure_ascii=False) + "\n")
 
 
 def main_locomo(args: argparse.Namespace) -> None:
@@ -122,7 +124,10 @@ def main_locomo(args: argparse.Namespace) -> None:
     from clerk.evaluate.schemas import validate_record
     from clerk.models.device import set_torch_threads
 
+    from clerk.atomic import start_outputs
+
     start = time.perf_counter()
+    start_outputs(args.out, "--out", marker="metrics.json")  # up front: no stale completion marker
     set_torch_threads(args.threads)
     cfg, data, ecfg, runtime = _prepare(args)
     conversations = load_locomo(data, mc_seed=cfg.mc_seed)

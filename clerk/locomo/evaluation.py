@@ -398,7 +398,9 @@ def write_jsonl(path: Path, kind: str, rows: list[dict]) -> None:
     """Rows as JSON lines, each validated against its :data:`LOCOMO_SCHEMAS` kind first."""
     from clerk.evaluate.schemas import validate_record
 
-    with open(path, "w", encoding="utf-8") as fh:
+    from clerk.atomic import atomic_write
+
+    with atomic_write(path) as fh:  # whole or absent (clerk/atomic.py)
         for row in rows:
             validate_record(kind, row, LOCOMO_SCHEMAS)
             fh.write(json.dumps(row, ensure_ascii=False) + "\n")

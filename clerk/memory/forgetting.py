@@ -10,7 +10,7 @@ Every system implements ``MemorySystem.forget(state, timeline, pred, values)`` w
   study counts it as a leak).
 * **transcript systems** (full, window, rag, add-only, summary-rag) redact every forgotten value
   from the text they keep (turns, notes, summaries) and from their retrieval index input, with the
-  store's redaction (:func:`clerk.store.scrub.redact`: whole word, case-insensitive, replaced by
+  store's redaction (:func:`clerk.store.scrub.redact`: by text, in any case or normal form, replaced by
   ``[forgotten]``), so the view and the index are what they would be had the values never been
   said.
 * ``null`` keeps nothing, so there is nothing to erase.

@@ -16,6 +16,7 @@ from pathlib import Path
 from clerk.errors import UserError
 from clerk.provenance.environment import environment_warnings
 from clerk.provenance.compare import FAILING, compare_trees, load_tolerances, summary_table
+from clerk.inputs import read_text, require
 from clerk.provenance.files import load_json, write_json
 from clerk.provenance.manifest import build_manifest
 from clerk.provenance.numbers import build_numbers
@@ -25,9 +26,14 @@ from clerk.provenance.verify import trace, verify
 def _numbers_main(args) -> None:
     import yaml
 
-    if not Path(args.spec).is_file():
-        raise UserError(f"--spec: file '{args.spec}' does not exist")
-    spec = yaml.safe_load(Path(args.spec).read_text(encoding="utf-8")) or {}
+    text = read_text(args.spec, "--spec", "a YAML numbers spec")
+    try:
+        spec = yaml.safe_load(text) or {}
+    except yaml.YAMLError as err:
+        raise UserError(f"--spec must be a YAML numbers spec, got {args.spec!r}, which is not valid YAML "
+                        f"({str(err).splitlines()[0]})") from None
+    require(isinstance(spec, dict) and bool(spec), "--spec", args.spec,
+            f"must hold a non-empty mapping (number id -> spec), got {spec!r:.80}")
     write_json(build_numbers(spec, Path(args.workdir)), args.out)
 
 
@@ -39,14 +45,58 @@ def _manifest_main(args) -> None:
     write_json(manifest, args.out)
 
 
+def _is_str_map(value, allow_none: bool = False) -> bool:
+    return isinstance(value, dict) and all(
+        isinstance(k, str) and (isinstance(v, str) or (allow_none and v is None)) for k, v in value.items())
+
+
+def _load_manifest(path: str, arg: str = "--manifest", nonempty: bool = True) -> dict:
+    """manifest.json: ``files`` maps each path to its record (``sha256``, ``inputs``, ``rule``, ...).
+    UserError naming ``arg`` for any other shape, and (``nonempty``) for a manifest listing no file:
+    verifying nothing is not a pass."""
+    manifest = load_json(path, arg)
+    files = manifest.get("files")
+    require(isinstance(files, dict), arg, path, f"must hold an object 'files' (path -> record), got {files!r:.80}")
+    require(bool(files) or not nonempty, arg, path, "lists no file ('files' is empty): nothing to verify")
+    require(isinstance(manifest.get("packages", {}), dict), arg, path,
+            f"'packages' must be an object (package -> version), got {manifest.get('packages')!r:.80}")
+    for name, entry in files.items():
+        require(isinstance(entry, dict) and (entry.get("sha256") is None or isinstance(entry.get("sha256"), str))
+                and _is_str_map(entry.get("inputs"), allow_none=True) and "rule" in entry
+                and (entry.get("files") is None or _is_str_map(entry.get("files"))), arg, path,
+                f"files[{name!r}] must be an object with 'sha256' (string or null), 'inputs' (path -> "
+                f"sha256), 'rule' and optional 'files'; got {entry!r:.80}")
+    return manifest
+
+
+#: Fields of each numbers.json entry and their JSON types.
+_NUMBER_FIELDS = {"source": str, "sha256": str, "key": str, "format": str, "text": str}
+
+
+def _load_numbers(path: str, arg: str = "--numbers", nonempty: bool = True) -> dict:
+    """numbers.json: ``numbers`` maps each id to its entry (:data:`_NUMBER_FIELDS` and a numeric or
+    null ``value``). UserError naming ``arg`` for any other shape and (``nonempty``) for no number."""
+    numbers = load_json(path, arg)
+    nums = numbers.get("numbers")
+    require(isinstance(nums, dict), arg, path, f"must hold an object 'numbers' (id -> entry), got {nums!r:.80}")
+    require(bool(nums) or not nonempty, arg, path, "holds no number ('numbers' is empty): nothing to verify")
+    for number_id, num in nums.items():
+        ok = isinstance(num, dict) and all(isinstance(num.get(k), t) for k, t in _NUMBER_FIELDS.items())
+        value = num.get("value") if isinstance(num, dict) else None
+        ok = ok and (value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)))
+        require(ok, arg, path, f"numbers[{number_id!r}] must be an object with string fields "
+                f"{', '.join(_NUMBER_FIELDS)} and a numeric or null 'value'; got {num!r:.80}")
+    return numbers
+
+
 def _trace_main(args) -> None:
-    numbers = load_json(args.numbers, "--numbers") if Path(args.numbers).is_file() else {}
-    print("\n".join(trace(args.target, load_json(args.manifest, "--manifest"), numbers)))
+    numbers = _load_numbers(args.numbers, nonempty=False) if Path(args.numbers).exists() else {}
+    print("\n".join(trace(args.target, _load_manifest(args.manifest, nonempty=False), numbers)))
 
 
 def _verify_main(args) -> None:
-    manifest = load_json(args.manifest, "--manifest")
-    numbers = load_json(args.numbers, "--numbers")
+    manifest = _load_manifest(args.manifest)
+    numbers = _load_numbers(args.numbers)
     paper = None if args.paper == "none" else Path(args.paper)
     absent: list[str] = []
     problems = verify(Path(args.workdir), manifest, numbers, paper, absent=absent, strict=args.strict)

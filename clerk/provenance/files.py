@@ -68,13 +68,15 @@ def sha256_path(path: str | Path) -> str:
 
 
 def load_json(path: str | Path, what: str) -> dict:
-    """Read a JSON file; a missing file is a UserError naming ``what`` and the path."""
-    if not Path(path).is_file():
-        raise UserError(f"{what} file '{path}' does not exist")
-    return json.loads(Path(path).read_text(encoding="utf-8"))
+    """Read a JSON object file; a missing, empty, truncated, non-UTF-8 or non-object file (or a
+    folder) is a UserError naming ``what`` and the path (:func:`clerk.inputs.read_json`)."""
+    from clerk.inputs import read_json
+
+    return read_json(path, what, shape=dict)
 
 
 def write_json(obj: Any, path: str | Path) -> None:
     """Deterministic JSON: sorted keys, one-space indent, trailing newline."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_text(json.dumps(obj, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    from clerk.atomic import write_text
+
+    write_text(path, json.dumps(obj, indent=1, sort_keys=True) + "\n")  # whole or absent

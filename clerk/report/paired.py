@@ -46,8 +46,16 @@ def _load(paths: list[str]) -> dict[tuple, dict[str, dict[tuple, bool]]]:
             lines = Path(path).read_text(encoding="utf-8").splitlines()
         except OSError as err:
             raise UserError(f"--predictions: cannot read {path!r} ({err.strerror})") from None
-        for line in filter(None, lines):
-            row = json.loads(line)
+        for n, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError as err:
+                raise UserError(f"--predictions {path!r}: line {n} is not JSON ({err}; truncated?)") from None
+            if not isinstance(row, dict) or not {"split", "seed", "persona", "system", "session", "q", "correct"} <= set(row):
+                raise UserError(f"--predictions {path!r}: line {n} must be a prediction object with split, seed, "
+                                f"persona, system, session, q and correct; got {line[:80]!r}")
             units[(row["split"], row["seed"], row["persona"])][row["system"]][(row["session"], row["q"])] = bool(row["correct"])
     return units
 

@@ -6,7 +6,7 @@ byte-stably, and the cells and footers every paper table shares (SPEC §6, §8).
 
 from __future__ import annotations
 
-import json
+import io
 import math
 from pathlib import Path
 from typing import Any, Callable
@@ -17,22 +17,25 @@ from clerk.errors import UserError
 # ---- reading ---------------------------------------------------------------------------------
 
 def read_json(path: str | Path, what: str) -> dict:
-    """A JSON result file; a missing or invalid file is a UserError naming ``what`` and the path."""
-    if not Path(path).is_file():
-        raise UserError(f"{what}: file '{path}' does not exist")
-    try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise UserError(f"{what}: '{path}' is not valid JSON ({err.msg} at line {err.lineno})") from None
+    """A JSON object result file; a missing, empty, truncated, non-UTF-8 or non-object file (or a
+    folder) is a UserError naming ``what`` and the path (:func:`clerk.inputs.read_json`)."""
+    from clerk.inputs import read_json as read
+
+    return read(path, what, shape=dict)
 
 
 def read_csv(path: str | Path, what: str, columns: tuple[str, ...]):
     """A CSV result file as a DataFrame; UserError when it is missing or lacks one of ``columns``."""
     import pandas as pd
 
-    if not Path(path).is_file():
-        raise UserError(f"{what}: file '{path}' does not exist")
-    df = pd.read_csv(path)
+    from clerk.inputs import read_text
+
+    text = read_text(path, what, "a CSV file")  # missing, folder, not UTF-8
+    try:
+        df = pd.read_csv(io.StringIO(text))
+    except (pd.errors.EmptyDataError, pd.errors.ParserError) as err:
+        raise UserError(f"{what} must be a CSV file, got {str(path)!r}, which cannot be read as CSV "
+                        f"({' '.join(str(err).split())})") from None
     missing = [c for c in columns if c not in df.columns]
     if missing:
         raise UserError(f"{what}: '{path}' lacks column(s) {missing}; has {list(df.columns)}")
@@ -77,9 +80,11 @@ def to_markdown(df, float_format: str | Callable[[float], str] = ".3f") -> str:
 
 
 def write_text(path: str | Path, text: str) -> None:
-    """Write UTF-8 text as bytes (no newline translation), creating the folder."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    Path(path).write_bytes(text.encode("utf-8"))
+    """Write UTF-8 text as bytes (no newline translation), creating the folder; atomically
+    (:func:`clerk.atomic.write_text`: whole or absent)."""
+    from clerk.atomic import write_text as write_atomic
+
+    write_atomic(path, text)
 
 
 # ---- cells, rows and footers -----------------------------------------------------------------

@@ -46,7 +46,7 @@ def main(args: Any) -> None:
     runtime = None
     if args.tokenizer is not None:
         runtime = Runtime(EvalConfig(window_k=args.window_k, rag_k=args.rag_k), model_dir=args.tokenizer)
-    timelines = load_timelines(args.timelines)
+    timelines = load_timelines(args.timelines, "--timelines")
     rows, info = build_rows(timelines, config, runtime)
     if args.tasks != "both":  # after the build: the split and the sampled questions stay the mixture's
         rows = {split: [row for row in split_rows if row["task"] == args.tasks] for split, split_rows in rows.items()}

@@ -26,10 +26,11 @@ from clerk.store.base import (
     StaleGeneration,
     Store,
     StoreError,
+    UnknownSubject,
 )
 
 __all__ = ["open_store", "Store", "Consolidation", "Snapshot", "Receipt", "ForgetReport",
-           "StoreError", "StaleGeneration", "ConcurrentPublish", "DEFAULT_BUDGET", "URL_FORMS"]
+           "StoreError", "StaleGeneration", "ConcurrentPublish", "UnknownSubject", "DEFAULT_BUDGET", "URL_FORMS"]
 
 #: The store URLs :func:`open_store` accepts, for help texts and errors.
 URL_FORMS = ("sqlite:///PATH (relative; sqlite:////abs/path absolute; sqlite:///:memory:)",
@@ -45,6 +46,10 @@ def backend_of(url: str) -> str:
     """
     if not isinstance(url, str):
         raise UserError(f"store URL must be a string, got {url!r}")
+    try:
+        url.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UserError(f"store URL must be valid UTF-8 text, got {url!r} (bytes that are not UTF-8)") from None
     if url.startswith("sqlite:///") and len(url) > len("sqlite:///"):
         return "sqlite"
     if url.startswith(("postgresql://", "postgres://")):
@@ -52,8 +57,9 @@ def backend_of(url: str) -> str:
     raise UserError(f"store URL must be one of: {'; '.join(URL_FORMS)}; got {url!r}")
 
 
-def open_store(url: str, *, budget: int = DEFAULT_BUDGET, fence: bool = True, vacuum: bool = False) -> Store:
-    """Open (and create if needed) the store at ``url``.
+def open_store(url: str, *, budget: int = DEFAULT_BUDGET, fence: bool = True, vacuum: bool = False,
+               create: bool = True) -> Store:
+    """Open the store at ``url``; create it (file and tables) if needed unless ``create`` is False.
 
     Args:
         url: ``sqlite:///PATH`` or a libpq ``postgresql://`` URL (see :data:`URL_FORMS`).
@@ -62,10 +68,13 @@ def open_store(url: str, *, budget: int = DEFAULT_BUDGET, fence: bool = True, va
             negative control (``clerk stress-forget --no-fence``).
         vacuum: PostgreSQL only: ``VACUUM FULL`` the data tables after each forget commits, so no
             dead row version keeps a forgotten value in the table files.
+        create: False for a verb that only changes an existing store (``clerk forget``): a
+            SQLite file that does not exist, or a database without the store's tables, is a
+            :class:`StoreError` and nothing is created (a typo in the URL must not "succeed").
 
     Raises:
         UserError: an unknown URL form, or ``vacuum`` on SQLite (secure deletion needs none).
-        StoreError: the engine cannot open it.
+        StoreError: the engine cannot open it, or (``create=False``) there is no store there.
     """
     kind = backend_of(url)
     if kind == "sqlite":
@@ -73,7 +82,7 @@ def open_store(url: str, *, budget: int = DEFAULT_BUDGET, fence: bool = True, va
             raise UserError("vacuum applies to PostgreSQL stores only (SQLite zeroes deleted content itself)")
         from clerk.store.sqlite import SQLiteStore
 
-        return SQLiteStore(url[len("sqlite:///"):], budget=budget, fence=fence)
+        return SQLiteStore(url[len("sqlite:///"):], budget=budget, fence=fence, create=create)
     from clerk.store.postgres import PostgresStore
 
-    return PostgresStore(url, budget=budget, fence=fence, vacuum=vacuum)
+    return PostgresStore(url, budget=budget, fence=fence, vacuum=vacuum, create=create)

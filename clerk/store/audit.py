@@ -16,7 +16,8 @@ before a forget acknowledged at ``g' > g`` and after one acknowledged at ``g' <=
   write a predicate and no forget of that predicate came after it, yet the final ledger holds
   another value there.
 
-Values in the harness are unique codes (``Lisbon-001000042``), so finding a value in a view is an
+Values in the harness are unique codes (``Lisbon-001000042``, ``東京-001000043``) and views are read
+in NFC (:func:`clerk.store.stress._seen`), so finding a value in a view is an
 exact string search.
 
     python -m doctest clerk/store/audit.py -v

@@ -22,7 +22,7 @@ predicate ever held), and two counters:
 from __future__ import annotations
 
 import abc
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -76,6 +76,19 @@ class ConcurrentPublish(StoreError):
             f"publish refused for subject {subject!r}: it read the state before session {read_session}, "
             f"but another consolidation has published since (next session is {current_session}); "
             f"nothing was written, retry from a fresh read")
+
+
+class UnknownSubject(StoreError):
+    """A forget of a subject the store has no row for (never published, never forgotten).
+
+    Nothing was written: forgetting a name the store does not know is most likely a typo, and
+    the store must not create a row for it.
+    """
+
+    def __init__(self, subject: str, known: int):
+        self.subject = subject
+        super().__init__(f"subject {subject!r} is not in the store (it holds {known} subject(s)); "
+                         f"nothing was forgotten and nothing was written")
 
 
 @dataclass(frozen=True)
@@ -143,11 +156,35 @@ class ForgetReport:
 # --------------------------------------------------------------------------- input checks
 
 
+def check_text(field_name: str, value: Any) -> str:
+    """A string a store can hold: valid Unicode (no lone surrogate, e.g. a command-line argument
+    that was not UTF-8) and no NUL character. Raises UserError naming the field."""
+    if not isinstance(value, str):
+        raise UserError(f"{field_name} must be a string, got {value!r}")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UserError(f"{field_name} must be valid UTF-8 text, got {value!r} (bytes that are not UTF-8)") from None
+    if "\x00" in value:
+        raise UserError(f"{field_name} must not contain a NUL character, got {value!r}")
+    return value
+
+
 def check_name(field_name: str, value: Any) -> str:
-    """A subject or predicate: a non-empty string. Raises UserError naming the field."""
+    """A subject or predicate: a non-empty string (:func:`check_text`). Raises UserError naming the field."""
     if not isinstance(value, str) or not value.strip():
         raise UserError(f"{field_name} must be a non-empty string, got {value!r}")
-    return value
+    return check_text(field_name, value)
+
+
+def check_values(values: Any) -> list[str]:
+    """The extra values of a forget: any iterable of strings (a generator is read once), not a string."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        raise UserError(f"values must be a list of strings, got {values!r}")
+    values = list(values)
+    for value in values:
+        check_text("value", value)
+    return values
 
 
 def check_transcript(transcript: Any) -> list[dict]:
@@ -158,8 +195,7 @@ def check_transcript(transcript: Any) -> list[dict]:
         if not isinstance(turn, dict) or set(turn) != {"role", "content"}:
             raise UserError(f"transcript turn {pos} must be a dict with exactly 'role' and 'content', got {turn!r}")
         for key in ("role", "content"):
-            if not isinstance(turn[key], str):
-                raise UserError(f"transcript turn {pos} field {key!r} must be a string, got {turn[key]!r}")
+            check_text(f"transcript turn {pos} field {key!r}", turn[key])
     return transcript
 
 
@@ -174,9 +210,8 @@ def check_derived(derived: Any) -> dict[str, list[str]]:
         check_name("derived kind", kind)
         if isinstance(texts, str) or not isinstance(texts, Sequence):
             raise UserError(f"derived[{kind!r}] must be a list of strings, got {type(texts).__name__}")
-        bad = [t for t in texts if not isinstance(t, str)]
-        if bad:
-            raise UserError(f"derived[{kind!r}] must hold only strings, got {bad[0]!r}")
+        for text in texts:
+            check_text(f"derived[{kind!r}] text", text)
         out[kind] = list(texts)
     return out
 
@@ -235,11 +270,12 @@ class Store(abc.ABC):
         ledger never held) in the subject's transcript log and derived memories. A whole-subject
         forget deletes the subject's ledger, log, derived memories and records; the subject's
         row (its name, budget and counters) stays, since the generation must outlive the erasure
-        to fence consolidations that read before it. Either way the erase generation advances in
+        to fence consolidations that read before it. A subject the store has no row for is an
+        error (:class:`UnknownSubject`) and writes nothing. Either way the erase generation advances in
         the same transaction, and the call returns only once that transaction is durable.
 
-        A slot of another predicate of this subject whose value holds a forgotten value (whole
-        word, any case) is freed too, and such a ``prev`` cleared: a learned writer can file a
+        A slot of another predicate of this subject whose value holds a forgotten value (as text,
+        any case or Unicode normal form: :mod:`clerk.store.scrub`) is freed too, and such a ``prev`` cleared: a learned writer can file a
         value under the wrong predicate, and the value must still leave the ledger (SPEC §9).
         Not erased: other subjects.
         """

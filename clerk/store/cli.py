@@ -22,7 +22,7 @@ def _forget_main(args: argparse.Namespace) -> None:
     from clerk.store import StoreError, open_store
 
     try:
-        with open_store(args.store, vacuum=args.vacuum) as store:
+        with open_store(args.store, vacuum=args.vacuum, create=False) as store:
             report = store.forget(args.subject, args.predicate, values=args.value)
     except StoreError as err:
         raise UserError(str(err)) from None
@@ -54,6 +54,7 @@ def register_cli(sub) -> None:
         "forget", help="erase a subject's predicate (every value it held) or the whole subject from a store",
         description="Erase every value PREDICATE of SUBJECT has held from the store's ledger, transcript log "
         "and derived memories (values are redacted in texts), or the whole subject without --predicate; "
+        "the store must exist and hold SUBJECT (exit 2 otherwise, nothing written); "
         "advance the subject's erase generation in the same transaction, so a consolidation that read before "
         "refuses to publish. Returns once durable; prints the report (counts only) as JSON.")
     # what to forget

@@ -55,6 +55,7 @@ class PostgresStore(SqlStore):
         url: where the database is; the tables are created if missing.
         budget, fence: see :class:`clerk.store.base.Store`.
         vacuum: after each forget commits, ``VACUUM FULL`` the data tables (module docstring).
+        create: create the tables when missing; False: StoreError instead.
 
     Raises:
         UserError: psycopg is not installed.
@@ -63,7 +64,8 @@ class PostgresStore(SqlStore):
 
     LOCK_CLAUSE = " FOR UPDATE"
 
-    def __init__(self, url: str, budget: int = DEFAULT_BUDGET, fence: bool = True, vacuum: bool = False) -> None:
+    def __init__(self, url: str, budget: int = DEFAULT_BUDGET, fence: bool = True, vacuum: bool = False,
+                 create: bool = True) -> None:
         super().__init__(budget=budget, fence=fence)
         try:
             import psycopg
@@ -71,13 +73,21 @@ class PostgresStore(SqlStore):
             raise UserError("the PostgreSQL store needs psycopg 3: pip install 'psycopg[binary]'") from None
         self._psycopg, self.vacuum, self.where = psycopg, bool(vacuum), describe(url)
         try:
+            missing = False
             self._conn = psycopg.connect(url, autocommit=True)
             self._conn.execute("SET synchronous_commit TO on")
             with self._txn(write=True) as db:
-                db.run("SELECT pg_advisory_xact_lock(?)", (_SCHEMA_LOCK,))
-                self._create_schema(db)
+                if create:
+                    db.run("SELECT pg_advisory_xact_lock(?)", (_SCHEMA_LOCK,))
+                    self._create_schema(db)
+                elif db.one("SELECT to_regclass('subjects')")[0] is None:
+                    missing = True
         except psycopg.Error as err:
             raise StoreError(f"cannot open PostgreSQL store {self.where}: {err}") from None
+        if not create and missing:
+            self._conn.close()
+            raise StoreError(f"PostgreSQL database {self.where} holds no CLERK store (no 'subjects' table); "
+                             f"this verb creates no store, check the --store URL")
 
     @contextmanager
     def _txn(self, write: bool) -> Iterator[Db]:

@@ -3,11 +3,21 @@
 A forget of (subject, predicate) erases every value the predicate has held: the ledger slot's
 ``o`` and ``prev``, the older values the store recorded when it published them, and any value
 the caller names. In the transcript log and the derived memories each such value is replaced by
-:data:`REDACTED` wherever it occurs as a whole word (case-insensitive): "Lisbon" is redacted in
-"Lisbon," and "lisbon" but not inside "Lisbonite" (a different word, so the value's text does
-not occur), and a multi-word value ("New York") is matched as a whole. The turn that stated the
-value keeps its shape ("I moved to [forgotten].") so the log stays readable and session indices
-stay stable.
+:data:`REDACTED` wherever its *text* occurs, in any script and whatever the text around it:
+"東京" inside "私は東京に住んでいます" (no spaces), "Oslo" inside "#Oslo_life", "Lisbon" inside
+"Lisbonite". Matching ignores case and Unicode normalisation on both sides (each is compared in
+NFKC with case folded, so a value stored in NFC is found in a text written in NFD, "Zu\\u0308rich",
+or in full-width forms); the redaction replaces the original characters the match covers (whole
+characters with their combining marks), so no byte of the value is left in NFC or NFD. Text
+outside the matches keeps its bytes. A multi-word value ("New York") is matched as a whole, the
+longest value first. The turn that stated the value keeps its shape ("I moved to [forgotten].")
+so the log stays readable and session indices stay stable.
+
+Matching by text, not by word, is what erasure needs: a value must not survive because the text
+around it has no spaces. The price is that a short value also goes where it was only part of a
+longer word ("cat" in "relocated"): erasure errs on the side of removing too much. The erasure
+study's *leak measure* counts whole words instead (``words=True``, see :class:`ValueMatcher`), so
+it does not charge a system for "pho" inside "phone".
 
     python -m doctest clerk/store/scrub.py -v
 """
@@ -15,40 +25,142 @@ stay stable.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 
 #: What a forgotten value becomes in transcripts and derived memories.
 REDACTED = "[forgotten]"
 
 
-def value_pattern(values: Iterable[str]) -> re.Pattern | None:
-    """One regex matching any of ``values`` as a whole word, case-insensitively; None if no value.
+def fold(text: str) -> str:
+    """``text`` compared the way matching compares it: NFKC, case folded, NFKC again.
+
+    >>> fold("Zu\\u0308RICH") == fold("zürich"), fold("Ｏｓｌｏ"), fold("Straße")
+    (True, 'oslo', 'strasse')
+    """
+    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+
+
+def _attaches(ch: str) -> bool:
+    """True when ``ch`` belongs to the character before it (a combining mark, a Hangul vowel or
+    final jamo, or a character whose NFKC form starts with a combining mark, e.g. U+FF9E)."""
+    if unicodedata.combining(ch) or "\u1160" <= ch <= "\u11ff" or "\u200c" <= ch <= "\u200d":
+        return True
+    norm = unicodedata.normalize("NFKC", ch)
+    return bool(norm) and norm != ch and unicodedata.combining(norm[0]) != 0
+
+
+def _folded(text: str) -> tuple[str, list[int], list[int]]:
+    """(folded text, start, end): ``start[k]`` / ``end[k]`` delimit the original characters that
+    the folded text's character ``k`` comes from (a base character with its combining marks)."""
+    if text.isascii():  # NFKC and case folding of ASCII is lower(); one character each
+        return text.lower(), list(range(len(text))), list(range(1, len(text) + 1))
+    clusters: list[tuple[int, int]] = []
+    for pos, ch in enumerate(text):
+        if clusters and _attaches(ch):
+            clusters[-1] = (clusters[-1][0], pos + 1)
+        else:
+            clusters.append((pos, pos + 1))
+    parts, start, end = [], [], []
+    for a, b in clusters:
+        piece = fold(text[a:b])
+        parts.append(piece)
+        start += [a] * len(piece)
+        end += [b] * len(piece)
+    return "".join(parts), start, end
+
+
+def _wordlike(ch: str) -> bool:
+    """A character that continues a word in a script written with spaces (letters, digits and
+    marks, but not CJK ideographs, kana or Hangul, which are written without spaces)."""
+    return ch.isalnum() and unicodedata.east_asian_width(ch) not in ("W", "F")
+
+
+class ValueMatcher:
+    """Finds forgotten values in texts (see the module docstring); build one with :func:`value_pattern`.
+
+    Args:
+        values: the values (blank ones ignored).
+        words: whole words only (the erasure study's leak measure): a match whose first (last)
+            character continues a word of a spaced script must not be preceded (followed) by a
+            character that does too. Underscores and CJK neighbours are boundaries.
+    """
+
+    def __init__(self, values: Iterable[str], words: bool = False) -> None:
+        folded = {fold(v) for v in values if isinstance(v, str) and v.strip()}
+        self.values = sorted((v for v in folded if v.strip()), key=lambda v: (-len(v), v))
+        self.words = words
+        # A redaction marker already in the text is skipped as a whole: a value such as "got" must
+        # not be found inside "[forgotten]" (the marker states no value).
+        self._regex = re.compile(re.escape(fold(REDACTED)) + "|" + "|".join(map(re.escape, self.values)))
+
+    @property
+    def pattern(self) -> str:
+        """The folded values, longest first, joined by ``|`` (for messages and tests)."""
+        return "|".join(self.values)
+
+    def spans(self, text: str) -> list[tuple[int, int]]:
+        """``(start, end)`` of every match in ``text`` (original character offsets, left to right)."""
+        folded, start, end = _folded(text)
+        marker, out = fold(REDACTED), []
+        for match in self._regex.finditer(folded):
+            a, b = match.span()
+            if match.group() == marker or a == b:
+                continue
+            if self.words and not self._bounded(folded, a, b):
+                continue
+            span = (start[a], end[b - 1])
+            if out and span[0] < out[-1][1]:  # two matches inside one character cluster
+                out[-1] = (out[-1][0], max(out[-1][1], span[1]))
+            else:
+                out.append(span)
+        return out
+
+    @staticmethod
+    def _bounded(folded: str, a: int, b: int) -> bool:
+        head = not (_wordlike(folded[a]) and a > 0 and _wordlike(folded[a - 1]))
+        tail = not (_wordlike(folded[b - 1]) and b < len(folded) and _wordlike(folded[b]))
+        return head and tail
+
+    def search(self, text: str) -> bool:
+        """True when a value occurs in ``text``."""
+        return bool(self.spans(text))
+
+    def sub(self, replacement: str, text: str) -> str:
+        """``text`` with every match replaced by ``replacement``."""
+        pieces, last = [], 0
+        for a, b in self.spans(text):
+            pieces += [text[last:a], replacement]
+            last = b
+        return "".join(pieces) + text[last:] if pieces else text
+
+
+def value_pattern(values: Iterable[str], words: bool = False) -> ValueMatcher | None:
+    """One matcher for any of ``values`` (by text; whole words with ``words``); None if no value.
 
     Longer values come first so "New York City" wins over "New York". Blank values are ignored
-    (they state nothing). A value that starts (ends) with a word character must not be preceded
-    (followed) by one.
+    (they state nothing).
 
     >>> value_pattern(["Rome", "Rome Nord"]).pattern
-    '(?<!\\\\w)Rome\\\\ Nord(?!\\\\w)|(?<!\\\\w)Rome(?!\\\\w)'
+    'rome nord|rome'
     >>> value_pattern(["", "  "]) is None
     True
+    >>> value_pattern(["pho"], words=True).search("her phone"), value_pattern(["pho"]).search("her phone")
+    (False, True)
     """
-    unique = sorted({v for v in values if isinstance(v, str) and v.strip()}, key=lambda v: (-len(v), v))
-    if not unique:
-        return None
-    parts = []
-    for value in unique:
-        head = r"(?<!\w)" if re.match(r"\w", value[0]) else ""
-        tail = r"(?!\w)" if re.match(r"\w", value[-1]) else ""
-        parts.append(head + re.escape(value) + tail)
-    return re.compile("|".join(parts), flags=re.IGNORECASE)
+    if isinstance(values, str):
+        values = [values]
+    matcher = ValueMatcher(values, words=words)
+    return matcher if matcher.values else None
 
 
-def redact(text: str, pattern: re.Pattern | None) -> str:
+def redact(text: str, pattern: ValueMatcher | None) -> str:
     """``text`` with every match of ``pattern`` replaced by :data:`REDACTED`.
 
     >>> redact("I moved to Lisbon. LISBON is great; Lisbonite food too.", value_pattern(["Lisbon"]))
-    'I moved to [forgotten]. [forgotten] is great; Lisbonite food too.'
+    'I moved to [forgotten]. [forgotten] is great; [forgotten]ite food too.'
+    >>> redact("私は東京に住んでいます #Zu\\u0308rich_life", value_pattern(["東京", "Zürich"]))
+    '私は[forgotten]に住んでいます #[forgotten]_life'
     """
     if pattern is None:
         return text
@@ -104,7 +216,7 @@ def free_predicate(ledger: list[dict], predicate: str, subject: str | None = Non
 
 def free_values(ledger: list[dict], values: Iterable[str]) -> list[dict]:
     """A copy of ``ledger`` with no forgotten value left in any slot, whatever its predicate: a slot
-    whose ``o`` holds one (whole word, any case) is freed, a ``prev`` that holds one is cleared. A
+    whose ``o`` holds one (as text, any case or normal form) is freed, a ``prev`` that holds one is cleared. A
     learned writer can file a value under the wrong predicate; a forget must still remove it.
 
     >>> led = [{"i": 0, "s": "Ari", "p": "deadline", "o": "the app", "prev": None, "v": 1, "born": 0, "t": 2, "uses": 1},

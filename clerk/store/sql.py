@@ -37,9 +37,11 @@ from clerk.store.base import (
     Snapshot,
     StaleGeneration,
     Store,
+    UnknownSubject,
     check_derived,
     check_name,
     check_transcript,
+    check_values,
 )
 
 SCHEMA = (
@@ -158,6 +160,9 @@ class SqlStore(Store):
             raise UserError(f"ledger to publish is malformed: {err}") from None
         if generation is not None and (type(generation) is not int or generation < 0):
             raise UserError(f"generation must be an int >= 0 or None, got {generation!r}")
+        if type(session) is not int or session < 0:
+            raise UserError(f"session must be an int >= 0 (the next-session index the consolidation read), "
+                            f"got {session!r}")
         with self._txn(write=True) as db:
             budget, current, sessions = self._lock_subject(db, subject)
             # The fence: re-prove the captured erase generation under the write lock.
@@ -193,10 +198,13 @@ class SqlStore(Store):
         check_name("subject", subject)
         if predicate is not None:
             check_name("predicate", predicate)
-        if isinstance(values, str) or any(not isinstance(v, str) for v in values):
-            raise UserError(f"values must be a list of strings, got {values!r}")
+        values = check_values(values)
         with self._txn(write=True) as db:
-            _, generation, _ = self._lock_subject(db, subject)
+            # Never creates the subject's row: forgetting an unknown name writes nothing.
+            row = db.one("SELECT generation FROM subjects WHERE subject = ?" + self.LOCK_CLAUSE, (subject,))
+            if row is None:
+                raise UnknownSubject(subject, db.one("SELECT COUNT(*) FROM subjects")[0])
+            generation = row[0]
             if predicate is None:
                 counts = self._erase_subject(db, subject)
             else:

@@ -23,6 +23,7 @@ the start, is the fence's lock. Reads are one ``BEGIN`` (deferred) transaction: 
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -45,6 +46,7 @@ class SQLiteStore(SqlStore):
         path: database file; created with the schema if missing.
         budget, fence: see :class:`clerk.store.base.Store`.
         timeout: busy timeout in seconds (``BUSY_TIMEOUT_S`` by default).
+        create: create the file and the tables when missing; False: StoreError instead.
 
     Raises:
         StoreError: the file cannot be opened, or a pragma did not take (e.g. the database is in
@@ -52,9 +54,18 @@ class SQLiteStore(SqlStore):
     """
 
     def __init__(self, path: str, budget: int = DEFAULT_BUDGET, fence: bool = True,
-                 timeout: float = BUSY_TIMEOUT_S) -> None:
+                 timeout: float = BUSY_TIMEOUT_S, create: bool = True) -> None:
         super().__init__(budget=budget, fence=fence)
         self.path = path
+        if not create and path != ":memory:" and not os.path.isfile(path):
+            what = "is a directory" if os.path.isdir(path) else "does not exist"
+            raise StoreError(f"no SQLite store at {path!r}: the file {what} (this verb creates no store; "
+                             f"check the --store URL)")
+        if not create and path != ":memory:":
+            with open(path, "rb") as fh:
+                if fh.read(16) != b"SQLite format 3\x00":  # checked before SQLite writes a header into it
+                    raise StoreError(f"no SQLite store at {path!r}: the file is not a SQLite database "
+                                     f"(empty or other content; this verb creates no store, check the --store URL)")
         try:
             # isolation_level=None: no implicit transactions; every one is an explicit BEGIN.
             self._conn = sqlite3.connect(path, timeout=timeout, isolation_level=None)
@@ -65,7 +76,14 @@ class SQLiteStore(SqlStore):
                 continue  # an in-memory database has no files and its journal mode is "memory"
             self._set_pragma(name, value, expected)
         with self._txn(write=True) as db:
-            self._create_schema(db)
+            if create:
+                self._create_schema(db)
+            else:
+                found = db.one("SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'subjects'")[0]
+        if not create and not found:
+            self._conn.close()
+            raise StoreError(f"SQLite file {path!r} holds no CLERK store (no 'subjects' table); "
+                             f"this verb creates no store, check the --store URL")
 
     def _set_pragma(self, name: str, value: str, expected: object) -> None:
         """Set a pragma and check it reads back as ``expected``; StoreError otherwise."""

@@ -1,7 +1,8 @@
 """The forget stress harness: consolidation workers and forgetters racing on one store (SPEC §9).
 
 Worker processes loop: pick a subject, draw a session from a small seeded feed (1-2 statements
-"My city is Lisbon-001000042 now." with a fresh unique value each), open a consolidation
+"My city is Lisbon-001000042 now.", "私のcityは東京-001000043です。" or
+"#Zu\u0308rich-001000044_city now", value in NFC or NFD, a fresh unique value each), open a consolidation
 (capture the generation, read), run the policy, think, publish. The policy is a deterministic
 stand-in for a trained one: the gold writer over the transcript it read (ADD a new predicate,
 UPDATE a known one, EVICT the least salient slot first when the ledger is full). With the
@@ -23,31 +24,43 @@ negative control that shows what the fence prevents.
 
 from __future__ import annotations
 
+import math
 import multiprocessing
 import random
 import re
 import time
+import unicodedata
 from dataclasses import asdict, dataclass
 
 from clerk import ledger as L
 from clerk.errors import UserError
-from clerk.store import ConcurrentPublish, StaleGeneration, backend_of, open_store
+from clerk.store import ConcurrentPublish, StaleGeneration, UnknownSubject, backend_of, open_store
 from clerk.store.audit import Forgot, Published, Seen, judge
 
-#: Value pools per predicate; a value is ``<pool word>-<worker:3><counter:6>``, unique per run.
+#: Value pools per predicate; a value is ``<pool word>-<worker:3><counter:6>``, unique per run. Some
+#: words are not ASCII (CJK, accented) so the race also checks that erasure finds them by text.
 PREDICATES = {
-    "city": ("Lisbon", "Oslo", "Quito", "Hanoi", "Lima"),
-    "job": ("Chef", "Nurse", "Pilot", "Tailor", "Baker"),
+    "city": ("Lisbon", "Zürich", "東京", "Kraków", "Lima"),
+    "job": ("Chef", "Nurse", "Pilot", "Tailor", "Bäcker"),
     "pet": ("Cat", "Dog", "Ferret", "Parrot", "Gecko"),
-    "car": ("Volvo", "Fiat", "Skoda", "Saab", "Lada"),
-    "hobby": ("Chess", "Golf", "Rowing", "Pottery", "Tango"),
+    "car": ("Volvo", "Fiat", "Škoda", "Saab", "Lada"),
+    "hobby": ("Chess", "Golf", "Rowing", "囲碁", "Tango"),
     "gym": ("Apex", "Forge", "Pulse", "Core", "Titan"),
 }
 NAMES = ("Ari", "Bo", "Cyd", "Dee", "Eli", "Fay", "Gus", "Hal", "Ida", "Jo", "Kit", "Lu")
-CODE_RE = re.compile(r"\b[A-Z][a-z]+-\d{9}\b")
-STATEMENT_RE = re.compile(r"My (\w+) is ([A-Z][a-z]+-\d{9}) now\.")
+#: A value code in NFC text (views are normalised to NFC before the judge looks).
+CODE_RE = re.compile("(?:" + "|".join(re.escape(w) for words in PREDICATES.values() for w in words)
+                     + r")-\d{9}(?!\d)")
+_CODE = r"[^\W\d_]+-\d{9}"
+#: How a statement is written: with spaces, with no space at all around the value (as Japanese is
+#: written), and as a tag whose value touches an underscore. ``{v}`` may be written in NFD.
+STATEMENT_FORMS = ("My {p} is {v} now.", "私の{p}は{v}です。", "#{v}_{p} now")
+#: A statement in NFC text, any form: (pred, value) from the groups that matched.
+STATEMENT_RE = re.compile(rf"My ([a-z]+) is ({_CODE}) now\.|私の([a-z]+)は({_CODE})です。|#({_CODE})_([a-z]+) now")
 #: Ledger budget: more slots than predicates, so the gold writer never has to evict.
 BUDGET = 8
+#: Longest run ``--seconds`` accepts (a day): beyond it a typo, and past ~1e9 not a time at all.
+MAX_SECONDS = 86400.0
 #: Seconds past the deadline a process may take to finish its last operation.
 GRACE_S = 90.0
 
@@ -78,8 +91,11 @@ class StressConfig:
             raise UserError(f"subjects must be at most {len(NAMES)}, got {self.subjects}")
         for name in ("seconds", "think_ms", "forget_gap_ms"):
             value = getattr(self, name)
-            if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
-                raise UserError(f"{name} must be a number > 0, got {value!r}")
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) \
+                    or value <= 0:
+                raise UserError(f"{name} must be a finite number > 0, got {value!r}")
+        if self.seconds > MAX_SECONDS:
+            raise UserError(f"seconds must be at most {MAX_SECONDS:g} (one day), got {self.seconds!r}")
 
     def names(self) -> tuple[str, ...]:
         return NAMES[: self.subjects]
@@ -89,15 +105,30 @@ class StressConfig:
 
 
 def make_session(rng: random.Random, worker: int, counter: int) -> tuple[list[dict], dict]:
-    """A session of 1-2 statements with fresh values: (turns, predicate -> value)."""
+    """A session of 1-2 statements with fresh values: (turns, predicate -> value in NFC). Each
+    statement takes a form of :data:`STATEMENT_FORMS`; one in two writes the value in NFD."""
     preds = rng.sample(sorted(PREDICATES), rng.choice((1, 1, 2)))
     turns, writes = [], {}
     for k, pred in enumerate(preds):
         value = f"{rng.choice(PREDICATES[pred])}-{worker:03d}{counter + k:06d}"
         writes[pred] = value
-        turns += [{"role": "user", "content": f"My {pred} is {value} now."},
+        written = unicodedata.normalize(rng.choice(("NFC", "NFD")), value)
+        turns += [{"role": "user", "content": rng.choice(STATEMENT_FORMS).format(p=pred, v=written)},
                   {"role": "assistant", "content": "Noted."}]
     return turns, writes
+
+
+def statements(text: str) -> list[tuple[str, str]]:
+    """(pred, value in NFC) of every statement in a turn, whatever its form.
+
+    >>> statements("私のcityは東京-000000001です。 #Zu\u0308rich-000000002_city now")
+    [('city', '東京-000000001'), ('city', 'Zürich-000000002')]
+    """
+    out = []
+    for match in STATEMENT_RE.finditer(unicodedata.normalize("NFC", text)):
+        g = match.groups()
+        out.append((g[0], g[1]) if g[0] else (g[2], g[3]) if g[2] else (g[5], g[4]))
+    return out
 
 
 def gold_program(ledger: list, subject: str, turns: list[dict]) -> list[dict]:
@@ -110,7 +141,7 @@ def gold_program(ledger: list, subject: str, turns: list[dict]) -> list[dict]:
     for turn in turns:
         if turn["role"] != "user":
             continue
-        for pred, value in STATEMENT_RE.findall(turn["content"]):
+        for pred, value in statements(turn["content"]):
             i = L.find(state, subject, pred)
             ops = [{"op": "UPDATE", "i": i, "s": subject, "p": pred, "o": value}] if i is not None else []
             if i is None:
@@ -132,7 +163,7 @@ def derive(derived: dict, turns: list[dict], ledger: list, session: int) -> dict
 
 def _seen(snapshot) -> Seen:
     return Seen(snapshot.subject, snapshot.generation,
-                frozenset(code for text in snapshot.texts() for code in CODE_RE.findall(text)))
+                frozenset(code for text in snapshot.texts() for code in CODE_RE.findall(unicodedata.normalize("NFC", text))))
 
 
 # --------------------------------------------------------------------------- processes
@@ -183,7 +214,10 @@ def run_forgetter(cfg: dict, forgetter: int, deadline: float) -> dict:
             subject = rng.choice(cfg_.names())
             predicate = None if rng.random() < 0.1 else rng.choice(sorted(PREDICATES))
             out["seen"].append(_seen(store.read(subject)))
-            report = store.forget(subject, predicate)
+            try:
+                report = store.forget(subject, predicate)
+            except UnknownSubject:  # no worker has published for it yet: nothing to erase
+                continue
             out["forgets"].append(Forgot(subject, predicate, report.generation))
     return out
 

@@ -7,26 +7,26 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from clerk.errors import UserError
 from clerk.ledger import dumps
 from clerk.streams.engines import POLICIES, get_policy
+from clerk.atomic import check_out_file, write_text
 from clerk.streams.generation import BASE_OFFSETS, StreamConfig, load_stream, make_stream
 from clerk.streams.study import eviction_study, rows_to_csv, summary_table
 
 
 def _streams_main(args: argparse.Namespace) -> None:
     """``clerk streams``: write one stream file."""
+    check_out_file(args.out, "--out")
     stream = make_stream(args.seed, length=args.length, num_foundational=args.foundational,
                          recalls_per_foundational=args.recalls, noise_per_turn=args.noise)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(dumps(stream) + "\n", encoding="utf-8")
+    write_text(args.out, dumps(stream) + "\n")
 
 
 def _study_main(args: argparse.Namespace) -> None:
     """``clerk eviction-study``: sweep policies x capacities x noise rates, write the CSV."""
+    check_out_file(args.out, "--out")
     streams = [load_stream(path) for path in args.streams]
     policies = list(dict.fromkeys(args.policies)) if args.policies else list(POLICIES)
     for name in policies:
@@ -49,9 +49,7 @@ def _study_main(args: argparse.Namespace) -> None:
     if noise not in noise_grid:
         raise UserError(f"--default-noise must be one of --noise-grid {noise_grid}, got {noise}")
     rows = eviction_study(streams, policies, capacities, noise_grid, progress=True)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(rows_to_csv(rows), encoding="utf-8")
+    write_text(args.out, rows_to_csv(rows))
     print(summary_table(rows, capacity, noise, policies))
 
 

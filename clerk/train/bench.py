@@ -6,14 +6,12 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-from clerk.errors import UserError
 from clerk.train.config import TrainConfig
 from clerk.train.trainer import run_training
 

@@ -12,7 +12,6 @@ import json
 import sys
 from pathlib import Path
 
-from clerk.errors import UserError
 from clerk.train.bench import bench_throughput
 from clerk.train.config import BF16_MODES, LOSS_HEADS, TrainConfig
 from clerk.train.trainer import run_training
