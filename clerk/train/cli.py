@@ -14,6 +14,7 @@ from pathlib import Path
 
 from clerk.errors import UserError
 from clerk.train.bench import bench_throughput
+from clerk.models.device import PRECISIONS
 from clerk.train.config import BF16_MODES, LOSS_HEADS, TrainConfig
 from clerk.train.trainer import run_training
 
@@ -108,7 +109,10 @@ def _add_runtime_args(g, d: TrainConfig) -> None:
     g.add_argument("--save-steps", dest="save_steps", type=int, default=d.save_steps, help=f"checkpoint every N steps; 0 = never, no resume (default: {d.save_steps})")
     g.add_argument("--logging-steps", dest="logging_steps", type=int, default=d.logging_steps, help=f"train_log.csv row every N steps (default: {d.logging_steps})")
     g.add_argument("--eval", action=argparse.BooleanOptionalAction, default=d.eval, help="validation loss at the end (default: on)")
-    g.add_argument("--bf16", choices=BF16_MODES, default=d.bf16, help="bf16: CUDA weights / CPU autocast; auto = where the hardware has it (default: auto)")
+    g.add_argument("--precision", choices=PRECISIONS, default=d.precision,
+                   help="fp32, or bf16-frozen (frozen base weights bf16, LoRA adapters fp32); auto = bf16-frozen "
+                   "where the device has bf16 units (AMX/AVX512-BF16 CPUs, CUDA), fp32 elsewhere (default: auto)")
+    g.add_argument("--bf16", choices=BF16_MODES, default=d.bf16, help="bf16 autocast on top of --precision (and bf16 weights on CUDA); auto = where the hardware has it (default: off)")
     g.add_argument("--device", choices=("auto", "cpu", "cuda"), default=d.device, help="training device (default: auto = cuda if available)")
     g.add_argument("--loss-head", dest="loss_head", choices=LOSS_HEADS, default=d.loss_head,
                    help="loss over full logits, or TRL's chunked fused LM head (less memory, slow on CPU); "
