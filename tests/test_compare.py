@@ -143,6 +143,13 @@ class TestNumericsPins:
         got = apply_reproducible_numerics(environ)
         assert got == {**NUMERICS_MODES["pinned"], "MKL_CBWR": "COMPATIBLE"} == environ
 
+    @pytest.mark.parametrize("mode", ["pinned", "strict"])
+    def test_kernel_dispatch_is_not_pinned_to_avx2(self, mode):
+        """No mode pins ATen to AVX2 any more (issue 45: no cross-machine identity, and it broke bf16)."""
+        environ = {NUMERICS_SWITCH: mode}
+        apply_reproducible_numerics(environ)
+        assert "ATEN_CPU_CAPABILITY" not in environ and environ["MKL_CBWR"]
+
     def test_native_mode_sets_nothing(self):
         """CLERK_NUMERICS=native leaves the libraries' own dispatch."""
         environ = {NUMERICS_SWITCH: "native"}

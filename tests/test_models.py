@@ -52,8 +52,9 @@ def scratch(tmp_path_factory, timelines) -> Path:
 
 @pytest.fixture(scope="module")
 def loaded(scratch):
-    """The scratch model with weights re-drawn at a larger scale, so greedy outputs differ per prompt."""
-    model, tokenizer = load_model(scratch, device="cpu")
+    """The scratch model with weights re-drawn at a larger scale, so greedy outputs differ per prompt
+    (fp32 explicitly: the default dtype follows the CPU's bf16 units)."""
+    model, tokenizer = load_model(scratch, device="cpu", dtype="float32")
     gen = torch.Generator().manual_seed(0)
     with torch.no_grad():
         for param in model.parameters():
@@ -287,10 +288,20 @@ class TestLocal:
 
 class TestLoadModel:
     def test_eval_mode_fp32_left_padding(self, scratch):
-        """CPU loads are fp32, in eval mode, with a left-padding tokenizer."""
-        model, tokenizer = load_model(scratch, device="cpu")
+        """A CPU load asked for fp32 is fp32, in eval mode, with a left-padding tokenizer."""
+        model, tokenizer = load_model(scratch, device="cpu", dtype="float32")
         assert not model.training and model.dtype == torch.float32
         assert tokenizer.padding_side == "left"
+
+    @pytest.mark.parametrize("units, expected", [(False, torch.float32), (True, torch.bfloat16)])
+    def test_auto_dtype_follows_bf16_units(self, scratch, monkeypatch, units, expected):
+        """The default dtype on CPU is bf16 where the CPU has bf16 units, fp32 where it has none."""
+        import clerk.models.device as device
+
+        monkeypatch.setattr(device, "bf16_units", lambda: {"available": units})
+        for dtype in (None, "auto"):
+            model, _ = load_model(scratch, device="cpu", dtype=dtype)
+            assert model.dtype == expected
 
     def test_rejects_non_model(self, tmp_path):
         """A directory without config and safetensors is a UserError."""

@@ -459,6 +459,19 @@ class TestBenchScoringCli:
         assert result["max_abs_diff"] < TOL and result["speedup"] > 0
         assert result["prompt_tokens_mean"] >= 40
 
+    def test_bench_dtypes_on_tiny_model(self, model, tokenizer, tmp_path):
+        """Reading and writing are timed per dtype on the same cases; fp32 agrees with itself exactly."""
+        model.save_pretrained(tmp_path / "m")
+        tokenizer.save_pretrained(tmp_path / "m")
+        result = scoring_bench.bench_dtypes(str(tmp_path / "m"), cases=2, min_tokens=40, max_tokens=60, rounds=2,
+                                            decode_prompts=2, max_new_tokens=3)
+        for dtype in ("float32", "bfloat16"):
+            assert result[dtype]["questions"] == 4 and result[dtype]["questions_per_s"] > 0
+            assert 0 < result[dtype]["decode_tokens"] <= 2 * 2 * 3
+        assert result["ratio"]["float32"] == 1.0 and result["ratio"]["bfloat16"] > 0
+        assert result["agreement"]["float32"] == {"same_pick": 1.0, "max_abs_diff": 0.0}
+        assert 0 <= result["agreement"]["bfloat16"]["same_pick"] <= 1
+
     def test_bench_case_prompt_uses_chat_template(self, tokenizer):
         """Benchmark prompts are rendered answer prompts ending in the assistant header."""
         prompt, options = scoring_bench._bench_case(random.Random(0), tokenizer, 50, 10)

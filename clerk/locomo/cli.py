@@ -217,7 +217,7 @@ def _add_locomo(sub: argparse._SubParsersAction) -> None:
                    help="contextual calibration of the MC reader, A in [0, 1], as in clerk evaluate "
                    f"(default: {d.reader_pmi})")
     p.add_argument("--dtype", choices=DTYPES, default=d.dtype,
-                   help="inference dtype of every model; auto = bf16 on CUDA, fp32 on CPU (default: auto)")
+                   help="inference dtype of every model; auto = bf16 where the device has bf16 units (CUDA, AMX/AVX512-BF16 CPUs), else fp32 (default: auto)")
     # output and sampling
     p.add_argument("--out", metavar="DIR", required=True, help="output directory (created only when data loads)")
     p.add_argument("--max-questions", type=int, default=0, metavar="N",
@@ -281,7 +281,7 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--mc-seed", type=int, default=0, metavar="S", help="distractor seed for locomo10.json; default: 0")
     b.add_argument("--threads", type=int, default=0, metavar="N", help="torch CPU threads; 0 = torch's default")
     b.add_argument("--dtype", choices=DTYPES, default="auto",
-                   help="inference dtype; auto = bf16 on CUDA, fp32 on CPU (default: auto)")
+                   help="inference dtype; auto = bf16 where the device has bf16 units (CUDA, AMX/AVX512-BF16 CPUs), else fp32 (default: auto)")
     b.add_argument("--out", default=None, metavar="JSON", help="also write the numbers as JSON here; default: none")
     b.set_defaults(func=main_bench)
 

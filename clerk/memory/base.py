@@ -57,8 +57,9 @@ class EvalConfig:
     #: token budget of the add-only view; -1 = the token count of the gold (oracle) ledger view at
     #: the same session, i.e. the read cost of a ledger.
     add_only_budget: int = -1
-    #: inference dtype of every model: "auto" = bf16 on CUDA, fp32 on CPU; "bfloat16" on a CPU
-    #: with AMX/AVX512-bf16 runs the reader and writers about 2.4x faster (measured on SmolLM2).
+    #: inference dtype of every model: "auto" = bf16 where the device has bf16 units (CUDA with
+    #: bf16, CPUs with AMX/AVX512-BF16: the reader and writers run about 2.4x faster, measured on
+    #: SmolLM2), fp32 elsewhere (clerk.models.device.resolve_inference_dtype, issue 45).
     dtype: str = "auto"
 
     def __post_init__(self) -> None:

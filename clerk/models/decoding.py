@@ -22,6 +22,56 @@ def _cache_kwarg(model) -> str:
     return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
+def _preallocated_cache(capacity: int, prefix=None):
+    """A ``DynamicCache`` whose layers write each step's keys/values into a buffer of ``capacity``
+    positions instead of growing by concatenation (issue 45: ``aten::cat`` of the growing cache,
+    the shared few-shot prefix included, was 74 % of the prompted-ledger decode's profiled time).
+
+    Each layer's buffer is allocated at its first update, for that update's batch, and takes a
+    copy of what the layer held before (the forked ``prefix``, expanded to every row: the one
+    copy of the prefix per row); later updates copy only the new positions. ``keys``/``values``
+    are views of the filled part, so attention sees the same tensors (values and shapes) as with
+    concatenation. A layer that outgrows ``capacity`` doubles its buffer.
+    """
+    from transformers.cache_utils import DynamicCache, DynamicLayer
+
+    class PreallocatedLayer(DynamicLayer):
+        def __init__(self) -> None:
+            super().__init__()
+            self._buffers = None
+            self._filled = 0
+
+        def update(self, key_states, value_states, *args, **kwargs):
+            if not self.is_initialized:
+                self.lazy_initialization(key_states, value_states)
+            n, m = self.get_seq_length(), key_states.shape[-2]
+            if self._buffers is None or n + m > self._buffers[0].shape[-2]:
+                size = max(capacity, n + m) if self._buffers is None else 2 * (n + m)
+                batch, heads, _, dim = key_states.shape
+                buffers = tuple(x.new_empty((batch, heads, size, dim)) for x in (key_states, value_states))
+                if n:
+                    buffers[0][:, :, :n] = self.keys
+                    buffers[1][:, :, :n] = self.values
+                self._buffers = buffers
+            keys, values = self._buffers
+            keys[:, :, n:n + m] = key_states
+            values[:, :, n:n + m] = value_states
+            self.keys, self.values = keys[:, :, :n + m], values[:, :, :n + m]
+            return self.keys, self.values
+
+    cache = DynamicCache()
+    for k in range(len(prefix.layers) if prefix is not None else 0):
+        layer, src = PreallocatedLayer(), prefix.layers[k]
+        if type(src) is not DynamicLayer:
+            raise ValueError(f"model: expected full-attention cache layers (DynamicLayer), got {type(src).__name__}")
+        layer.lazy_initialization(src.keys, src.values)
+        layer.keys, layer.values = src.keys, src.values  # batch 1; broadcast into the buffer
+        cache.layers.append(layer)
+    if prefix is None:
+        cache.layer_class_to_replicate = PreallocatedLayer
+    return cache
+
+
 def _greedy_batch(model, rows: list[list[int]], max_new_tokens: int, stop_ids: list[int], pad_id: int,
                   constraint=None, prefix=None) -> list[list[int]]:
     """Greedy-decode one left-padded batch with a KV cache; returns new ids per row, stop token excluded.
@@ -40,12 +90,13 @@ def _greedy_batch(model, rows: list[list[int]], max_new_tokens: int, stop_ids: l
     mask = torch.tensor([[0] * (width - len(r)) + [1] * len(r) for r in rows], device=device)
     # Positions count real tokens only, so a left-padded row sees the same positions as unpadded.
     positions = (mask.cumsum(-1) - 1).clamp(min=0)
+    capacity = width + max_new_tokens + (len(prefix) if prefix is not None else 0)
     if prefix is None:
-        cache = DynamicCache(config=model.config)
+        full = all(t == "full_attention" for t in getattr(model.config, "layer_types", None) or ["full_attention"])
+        # A model with sliding-window (or other) layers keeps transformers' own cache layers.
+        cache = _preallocated_cache(capacity) if full else DynamicCache(config=model.config)
     else:
-        from clerk.scoring.prefix import _fork_cache
-
-        cache = _fork_cache(prefix.cache, len(rows))
+        cache = _preallocated_cache(capacity, prefix.cache)
         mask = torch.cat([torch.ones((len(rows), len(prefix)), dtype=mask.dtype, device=device), mask], dim=1)
         positions = positions + len(prefix)
     cache_kw = _cache_kwarg(model)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from clerk.errors import UserError
-from clerk.models.device import pick_device
+from clerk.models.device import pick_device, resolve_inference_dtype
 from clerk.prompts import CHAT_TEMPLATE
 
 
@@ -21,7 +21,9 @@ def load_model(model_dir: str | Path, adapter_dir: str | Path | None = None, dev
         adapter_dir: a LoRA adapter written by ``clerk train`` (``adapter_model.safetensors``);
             it is merged into this freshly loaded copy, so the result is a plain model.
         device: ``"cuda"``/``"cpu"``; default :func:`pick_device`.
-        dtype: ``"float32"``/``"bfloat16"``; default bf16 on CUDA, fp32 on CPU.
+        dtype: ``"float32"``/``"bfloat16"``; default (or ``"auto"``) bf16 where the device has bf16
+            units (CUDA with bf16; AMX / AVX512-BF16 CPUs), fp32 elsewhere
+            (:func:`clerk.models.device.resolve_inference_dtype`).
 
     Returns:
         ``(model, tokenizer)``: the model in eval mode on ``device``; the tokenizer pads on the left.
@@ -36,7 +38,7 @@ def load_model(model_dir: str | Path, adapter_dir: str | Path | None = None, dev
     if not (model_dir / "config.json").is_file() or not any(model_dir.glob("*.safetensors")):
         raise UserError(f"--model must be a materialised model directory (config.json + safetensors), got {str(model_dir)!r}")
     device = device or pick_device()
-    dtype = dtype or ("bfloat16" if device.startswith("cuda") else "float32")
+    dtype = resolve_inference_dtype(dtype, device)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     if tokenizer.chat_template != CHAT_TEMPLATE:
         raise UserError(f"{model_dir} does not carry CLERK's chat template; rematerialise it with `clerk materialize-model`")

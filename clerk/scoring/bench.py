@@ -126,6 +126,73 @@ def bench(cfg: BenchConfig) -> dict[str, Any]:
     }
 
 
+def bench_dtypes(model_dir: str, dtypes: tuple[str, ...] = ("float32", "bfloat16"), cases: int = 10,
+                 options: int = 10, min_tokens: int = 300, max_tokens: int = 600, seed: int = 0, threads: int = 0,
+                 rounds: int = 2, decode_prompts: int = 16, max_new_tokens: int = 32) -> dict[str, Any]:
+    """Reading (MC scoring) and writing (greedy decoding) throughput of each inference dtype.
+
+    The same cases as :func:`bench` are scored by the shared-prefix scorer
+    (:func:`~clerk.scoring.mc.score_batch`) with one model per dtype, all loaded up front; the
+    dtypes take turns (A, B, A, B with ``rounds`` 2) so that load from other jobs on a shared
+    machine falls on each alike. Writing: ``decode_prompts`` of the case prompts (cut to their
+    last ``min_tokens`` tokens' worth, one batch) greedy-decoded for up to ``max_new_tokens``
+    tokens, as the writers decode (:func:`~clerk.models.decoding.greedy_generate`, unconstrained).
+
+    Returns:
+        ``{dtype: {"questions", "seconds", "questions_per_s", "decode_tokens", "decode_seconds",
+        "decode_tok_per_s"}, "ratio": {dtype: questions/s over the first dtype's},
+        "decode_ratio": {...}, "agreement": {dtype: {"same_pick", "max_abs_diff"}} (scores against
+        the first dtype's), "prompt_tokens_mean", "torch_threads", ...}``.
+    """
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from clerk.models.decoding import greedy_generate
+
+    if threads:
+        torch.set_num_threads(threads)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    tokenizer.padding_side = "left"
+    models = {d: AutoModelForCausalLM.from_pretrained(model_dir, dtype=getattr(torch, d)).eval() for d in dtypes}
+    rng = random.Random(seed)
+    work = [_bench_case(rng, tokenizer, rng.randint(min_tokens, max_tokens), options) for _ in range(cases)]
+    prompts = [p for p, _ in work][:decode_prompts]
+    for model in models.values():  # warm-up (allocator, kernels)
+        score_options(model, tokenizer, *work[0])
+        if prompts:
+            greedy_generate(model, tokenizer, prompts[:1], 2)
+    totals = {d: {"questions": 0, "seconds": 0.0, "decode_tokens": 0, "decode_seconds": 0.0} for d in dtypes}
+    scores: dict[str, list[list[float]]] = {}
+    for _ in range(rounds):
+        for d, model in models.items():
+            t0 = time.perf_counter()
+            scores[d] = score_batch(model, tokenizer, work, desc=f"score {d}")
+            t1 = time.perf_counter()
+            texts = greedy_generate(model, tokenizer, prompts, max_new_tokens, batch_size=max(1, len(prompts))) if prompts else []
+            t2 = time.perf_counter()
+            totals[d]["questions"] += len(work)
+            totals[d]["seconds"] += t1 - t0
+            totals[d]["decode_tokens"] += sum(min(max_new_tokens, len(token_ids(tokenizer, t)) + 1) for t in texts)
+            totals[d]["decode_seconds"] += t2 - t1
+    first = dtypes[0]
+    result: dict[str, Any] = {
+        "model": str(model_dir), "dtypes": list(dtypes), "cases": cases, "options": options, "rounds": rounds,
+        "decode_prompts": len(prompts), "max_new_tokens": max_new_tokens, "torch_threads": torch.get_num_threads(),
+        "prompt_tokens_mean": statistics.fmean(len(token_ids(tokenizer, p)) for p, _ in work),
+    }
+    for d, t in totals.items():
+        result[d] = {**{k: round(v, 3) if isinstance(v, float) else v for k, v in t.items()},
+                     "questions_per_s": t["questions"] / t["seconds"],
+                     "decode_tok_per_s": t["decode_tokens"] / t["decode_seconds"] if t["decode_seconds"] else None}
+    result["ratio"] = {d: result[d]["questions_per_s"] / result[first]["questions_per_s"] for d in dtypes}
+    result["decode_ratio"] = {d: (result[d]["decode_tok_per_s"] / result[first]["decode_tok_per_s"]
+                                  if result[first]["decode_tok_per_s"] else None) for d in dtypes}
+    result["agreement"] = {d: {"same_pick": statistics.fmean(pick(a) == pick(b) for a, b in zip(scores[first], scores[d])),
+                               "max_abs_diff": max(abs(x - y) for a, b in zip(scores[first], scores[d])
+                                                   for x, y in zip(a, b))} for d in dtypes}
+    return result
+
+
 def bench_main(args: argparse.Namespace) -> None:
     """``clerk bench-scoring``: print (and optionally write) the shared-prefix speed-up."""
     cfg = BenchConfig(

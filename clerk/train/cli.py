@@ -12,7 +12,9 @@ import json
 import sys
 from pathlib import Path
 
-from clerk.train.bench import bench_throughput
+from clerk.errors import UserError
+from clerk.train.bench import MODES, bench_throughput
+from clerk.models.device import PRECISIONS
 from clerk.train.config import BF16_MODES, LOSS_HEADS, TrainConfig
 from clerk.train.trainer import run_training
 
@@ -35,15 +37,16 @@ def _train_main(args: argparse.Namespace) -> None:
 
 
 def _bench_main(args: argparse.Namespace) -> None:
-    result = bench_throughput(args.model, args.sft, args.steps, args.batch_size, args.max_length, args.seed, args.threads)
-    lines = ["| precision | tokens | wall s | tokens/s (wall) | CPU s | tokens/CPU-s |",
-             "| --- | ---: | ---: | ---: | ---: | ---: |"]
-    for name in ("fp32", "bf16"):
+    result = bench_throughput(args.model, args.sft, args.steps, args.batch_size, args.max_length, args.seed,
+                              args.threads, modes=args.modes, rounds=args.rounds)
+    lines = ["| precision | tokens | wall s | tokens/s (wall) | CPU s | tokens/CPU-s | x fp32 (wall) | x fp32 (CPU) |",
+             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    for name in args.modes:
         r = result[name]
+        ratio = (f"{result['ratio'][name]:.2f} | {result['cpu_ratio'][name]:.2f}" if "ratio" in result else "- | -")
         lines.append(f"| {name} | {r['tokens']} | {r['seconds']:.1f} | {r['tok_per_s']:.1f} | "
-                     f"{r['cpu_seconds']:.1f} | {r['tok_per_cpu_s']:.1f} |")
-    lines.append(f"\nbf16 / fp32 throughput ratio: {result['ratio']:.2f}x wall, {result['cpu_ratio']:.2f}x CPU time "
-                 f"({args.steps} steps, batch {args.batch_size}, {result['threads']} threads)")
+                     f"{r['cpu_seconds']:.1f} | {r['tok_per_cpu_s']:.1f} | {ratio} |")
+    lines.append(f"\n{args.steps} steps x {args.rounds} round(s), batch {args.batch_size}, {result['threads']} threads")
     print("\n".join(lines))
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
@@ -107,7 +110,10 @@ def _add_runtime_args(g, d: TrainConfig) -> None:
     g.add_argument("--save-steps", dest="save_steps", type=int, default=d.save_steps, help=f"checkpoint every N steps; 0 = never, no resume (default: {d.save_steps})")
     g.add_argument("--logging-steps", dest="logging_steps", type=int, default=d.logging_steps, help=f"train_log.csv row every N steps (default: {d.logging_steps})")
     g.add_argument("--eval", action=argparse.BooleanOptionalAction, default=d.eval, help="validation loss at the end (default: on)")
-    g.add_argument("--bf16", choices=BF16_MODES, default=d.bf16, help="bf16: CUDA weights / CPU autocast; auto = where the hardware has it (default: auto)")
+    g.add_argument("--precision", choices=PRECISIONS, default=d.precision,
+                   help="fp32, or bf16-frozen (frozen base weights bf16, LoRA adapters fp32); auto = bf16-frozen "
+                   "where the device has bf16 units (AMX/AVX512-BF16 CPUs, CUDA), fp32 elsewhere (default: auto)")
+    g.add_argument("--bf16", choices=BF16_MODES, default=d.bf16, help="bf16 autocast on top of --precision (and bf16 weights on CUDA); auto = where the hardware has it (default: off)")
     g.add_argument("--device", choices=("auto", "cpu", "cuda"), default=d.device, help="training device (default: auto = cuda if available)")
     g.add_argument("--loss-head", dest="loss_head", choices=LOSS_HEADS, default=d.loss_head,
                    help="loss over full logits, or TRL's chunked fused LM head (less memory, slow on CPU); "
@@ -123,12 +129,12 @@ def _add_runtime_args(g, d: TrainConfig) -> None:
 
 
 def _add_bench_parser(sub) -> None:
-    """``clerk bench-train``: training throughput, fp32 vs bf16 autocast."""
+    """``clerk bench-train``: training throughput per precision mode."""
     b = sub.add_parser(
         "bench-train",
-        help="benchmark training throughput (fp32 vs bf16 autocast)",
-        description="Train --steps LoRA steps in fp32 and with bf16 autocast on the same batches and print "
-        "tokens/s and the ratio (consolidation quality of adapters: clerk learning-curve).",
+        help="benchmark training throughput per precision mode (fp32, bf16-frozen, bf16-autocast)",
+        description="Train --steps LoRA steps in each precision mode on the same batches and print "
+        "tokens/s and the ratio to fp32 (consolidation quality of adapters: clerk learning-curve).",
     )
     b.add_argument("--model", required=True, help="materialised base-model directory")
     b.add_argument("--sft", required=True, help="SFT DatasetDict directory")
@@ -137,5 +143,8 @@ def _add_bench_parser(sub) -> None:
     b.add_argument("--max-length", dest="max_length", type=int, default=1024, help="max tokens per example (default: 1024)")
     b.add_argument("--seed", type=int, default=0, help="seed, so both precisions see the same batches (default: 0)")
     b.add_argument("--threads", type=int, default=0, help="torch CPU threads; 0 = torch default (default: 0)")
+    b.add_argument("--modes", type=_csv_tuple, default=tuple(MODES),
+                   help=f"comma list of precision modes, timed in turn (default: {','.join(MODES)})")
+    b.add_argument("--rounds", type=int, default=1, help="rounds of the modes in turn, A B A B (default: 1)")
     b.add_argument("--json", help="also write the result as JSON to this file")
     b.set_defaults(func=_bench_main)

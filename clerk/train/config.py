@@ -1,8 +1,8 @@
 """The knobs of one LoRA SFT run (:class:`TrainConfig`) and how device and precision are resolved.
 
 CLI flags of ``clerk train`` map 1:1 onto :class:`TrainConfig` fields; the resolved config is
-written to ``OUT/train_config.json``. ``auto`` device and bf16 modes are resolved here against the
-hardware (CUDA when present; bf16 where it is native).
+written to ``OUT/train_config.json``. ``auto`` device, precision and bf16 modes are resolved here
+against the hardware (CUDA when present; bf16 frozen weights where the device has bf16 units).
 
     python -c "from clerk.train.config import TrainConfig; print(TrainConfig(sft='s', model='m', out='o').resolved())"
 """
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clerk.errors import UserError
+from clerk.models.device import PRECISIONS
 
 DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 BF16_MODES = ("auto", "on", "off")
@@ -48,7 +49,10 @@ class TrainConfig:
     save_steps: int = 50  # checkpoint every N optimizer steps; 0 = never (no resume)
     logging_steps: int = 5
     eval: bool = True  # validation loss once at the end, when a validation split exists
-    bf16: str = "auto"  # auto = on for CUDA with bf16 and CPUs with native bf16 (AVX512-BF16/AMX)
+    # auto | fp32 | bf16-frozen (frozen base weights bf16, LoRA adapters and optimizer state fp32);
+    # auto = bf16-frozen where the device has bf16 units, fp32 elsewhere (clerk.models.device)
+    precision: str = "auto"
+    bf16: str = "off"  # autocast on top (and bf16 weights on CUDA); auto = where the hardware has bf16
     loss_head: str = "auto"  # full | fused (TRL's chunked LM head) | auto = fused on CUDA, full on CPU
     device: str = "auto"  # auto | cpu | cuda
     threads: int = 0  # torch intra-op threads; 0 = torch's default
@@ -75,6 +79,7 @@ class TrainConfig:
             ("max_steps", self.max_steps == -1 or self.max_steps >= 1, "-1 or >= 1"),
             ("epochs", self.max_steps != -1 or self.epochs > 0, "> 0 when max_steps is -1"),
             ("bf16", self.bf16 in BF16_MODES, f"one of {', '.join(BF16_MODES)}"),
+            ("precision", self.precision in PRECISIONS, f"one of {', '.join(PRECISIONS)}"),
             ("device", self.device in ("auto", "cpu", "cuda"), "one of auto, cpu, cuda"),
             ("loss_head", self.loss_head in LOSS_HEADS, f"one of {', '.join(LOSS_HEADS)}"),
             ("lora_targets", bool(self.lora_targets), "at least one module name"),
@@ -122,6 +127,24 @@ def resolve_bf16(mode: str, device: str) -> bool:
         raise UserError("--bf16 on was requested but this CUDA device has no bf16 support")
     # On a CPU without native bf16, "on" still works (emulated, slower); "auto" avoids it.
     return True if mode == "on" else supported
+
+
+def resolve_train_precision(precision: str, device: str, modules_to_save: tuple[str, ...] = ()) -> str:
+    """The precision a run trains in: :func:`clerk.models.device.resolve_precision`, except that
+    ``auto`` stays ``fp32`` when whole modules are trained (``modules_to_save``: a bf16 copy of the
+    tied embedding / LM head would be trained in bf16, whose updates round away).
+
+    Raises:
+        UserError: ``bf16-frozen`` asked for together with ``modules_to_save``.
+    """
+    from clerk.models.device import resolve_precision
+
+    if modules_to_save:
+        if precision == "bf16-frozen":
+            raise UserError("--precision bf16-frozen trains LoRA adapters only; with --modules-to-save "
+                            f"({', '.join(modules_to_save)}) use --precision fp32 (or auto)")
+        return "fp32"
+    return resolve_precision(precision, device)
 
 
 def resolve_loss_head(loss_head: str, device: str) -> str:

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from clerk.errors import UserError
-from clerk.train.config import TrainConfig, resolve_bf16, resolve_device, resolve_loss_head
+from clerk.train.config import TrainConfig, resolve_bf16, resolve_device, resolve_loss_head, resolve_train_precision
 from clerk.train.data import load_sft, sft_trainer_class
 
 LOG_COLUMNS = ("step", "loss", "lr", "tokens_seen", "seconds")
@@ -140,10 +140,12 @@ def _snapshot_callback(every: int, snapshot_dir: Path, examples_per_step: int):
     return Snapshot()
 
 
-def _prepare_resume(cfg: TrainConfig, out: Path, ckpt_dir: Path) -> tuple[int | None, Path | None, float]:
+def _prepare_resume(cfg: TrainConfig, out: Path, ckpt_dir: Path,
+                    precision: str | None = None) -> tuple[int | None, Path | None, float]:
     """Find the checkpoint to resume from, or start clean; stamp ``ckpt_dir`` with this config.
 
-    A rerun resumes only a run with the same result-defining config (all but ``_RUNTIME_KEYS``).
+    A rerun resumes only a run with the same result-defining config (all but ``_RUNTIME_KEYS``),
+    and the same resolved ``precision`` (``auto`` resolves per machine).
 
     Returns:
         ``(resume_step, resume_path, seconds_offset)``: ``(None, None, 0.0)`` for a fresh start;
@@ -155,6 +157,8 @@ def _prepare_resume(cfg: TrainConfig, out: Path, ckpt_dir: Path) -> tuple[int | 
     out.mkdir(parents=True, exist_ok=True)
     stamp = ckpt_dir / "clerk_train_config.json"
     defining = {k: v for k, v in cfg.resolved().items() if k not in _RUNTIME_KEYS}
+    if precision is not None:
+        defining["precision"] = precision
     resume = complete_checkpoints(ckpt_dir)
     if resume:
         previous = json.loads(stamp.read_text()) if stamp.is_file() else None
@@ -221,11 +225,18 @@ def check_module_names(model, lora_targets, modules_to_save, model_dir: Path | s
                             f"{what}: {', '.join(short)}")
 
 
-def _build_model(cfg: TrainConfig, model_dir: Path, device: str, bf16: bool):
+def _build_model(cfg: TrainConfig, model_dir: Path, device: str, bf16: bool, precision: str = "fp32"):
     """Seed, load the base model and its tokenizer, and wrap the model with LoRA.
 
+    With ``precision`` ``bf16-frozen`` the base model is loaded in bf16 once (no per-step casts of
+    frozen weights, the tied LM head included) and the LoRA A/B matrices are fp32 (PEFT's
+    ``autocast_adapter_dtype``; checked below): PEFT's LoRA Linear runs the frozen layer on the
+    bf16 activations, casts its input to the adapter's dtype for ``B(A(x))`` and the sum back to
+    bf16. The optimizer, built over the trainable (fp32) parameters, keeps fp32 state.
+
     Returns:
-        ``(peft_model, tokenizer, weights_dtype)``; weights are bf16 only on CUDA with ``bf16``.
+        ``(peft_model, tokenizer, weights_dtype)``; frozen weights are bf16 with ``bf16-frozen``,
+        and on CUDA with ``bf16``.
 
     Raises:
         UserError: the tokenizer does not carry CLERK's chat template, or a LoRA target or module
@@ -242,7 +253,7 @@ def _build_model(cfg: TrainConfig, model_dir: Path, device: str, bf16: bool):
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     if tokenizer.chat_template != CHAT_TEMPLATE:
         raise UserError(f"{model_dir} does not carry CLERK's chat template; rematerialise it with `clerk materialize-model`")
-    weights_dtype = torch.bfloat16 if (bf16 and device == "cuda") else torch.float32
+    weights_dtype = torch.bfloat16 if (precision == "bf16-frozen" or (bf16 and device == "cuda")) else torch.float32
     base = AutoModelForCausalLM.from_pretrained(model_dir, dtype=weights_dtype, use_safetensors=True)
     base.config.use_cache = False  # no KV cache while training
     check_module_names(base, cfg.lora_targets, cfg.modules_to_save, model_dir)
@@ -257,7 +268,10 @@ def _build_model(cfg: TrainConfig, model_dir: Path, device: str, bf16: bool):
     with warnings.catch_warnings():
         # PEFT 0.21 reads the attribute transformers 5.2x renamed; harmless, and not ours to fix.
         warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
-        model = get_peft_model(base, lora)
+        model = get_peft_model(base, lora, autocast_adapter_dtype=True)
+    wrong = [n for n, p in model.named_parameters() if p.requires_grad and p.dtype != torch.float32]
+    if wrong:  # PEFT upcasts bf16 adapters to fp32; a version that stopped doing so must not train in bf16
+        raise RuntimeError(f"trainable parameters not in fp32: {wrong[:3]}")
     return model, tokenizer, weights_dtype
 
 
@@ -352,17 +366,19 @@ def _save(out: Path, trained, metrics: dict[str, Any], record: dict[str, Any]) -
 
 
 def _run_record(cfg: TrainConfig, trainer, device: str, bf16: bool, loss_head: str, weights_dtype,
-                model_dir: Path) -> dict[str, Any]:
+                model_dir: Path, precision: str = "fp32") -> dict[str, Any]:
     """The ``train_config.json`` record: resolved config, device, precision, sizes, versions."""
     import torch
 
-    from clerk.models.device import numerics_record
+    from clerk.models.device import bf16_units, numerics_record
     from clerk.models.materialize import _versions
     from clerk.provenance.manifest import code_version
 
     return {
         "config": cfg.resolved(),
         "device": device,
+        "precision": precision,  # resolved: fp32 | bf16-frozen
+        "bf16_units": torch.cuda.is_bf16_supported() if device == "cuda" else bf16_units()["available"],
         "bf16": bf16,
         "gradient_checkpointing": bool(trainer.args.gradient_checkpointing),
         "loss_head": loss_head,
@@ -403,11 +419,12 @@ def run_training(cfg: TrainConfig, extra_callbacks: list | None = None) -> Train
         torch.set_num_threads(cfg.threads)
     device = resolve_device(cfg.device)
     bf16 = resolve_bf16(cfg.bf16, device)
+    precision = resolve_train_precision(cfg.precision, device, cfg.modules_to_save)
     train_ds, eval_ds = load_sft(cfg.sft)
     model_dir = _check_model_dir(cfg.model)
-    resume_step, resume_path, seconds_offset = _prepare_resume(cfg, out, ckpt_dir)
+    resume_step, resume_path, seconds_offset = _prepare_resume(cfg, out, ckpt_dir, precision)
     # 2. The PEFT model.
-    model, tokenizer, weights_dtype = _build_model(cfg, model_dir, device, bf16)
+    model, tokenizer, weights_dtype = _build_model(cfg, model_dir, device, bf16, precision)
     # 3. The trainer.
     args = _sft_args(cfg, ckpt_dir, device, bf16)
     loss_head = resolve_loss_head(cfg.loss_head, device)
@@ -425,7 +442,8 @@ def run_training(cfg: TrainConfig, extra_callbacks: list | None = None) -> Train
     # 4. Train.
     metrics = _train(trainer, resume_path, resume_step, cfg.eval and eval_ds is not None)
     # 5. Adapter, metrics, resolved config.
-    _save(out, trainer.model, metrics, _run_record(cfg, trainer, device, bf16, loss_head, weights_dtype, model_dir))
+    _save(out, trainer.model, metrics, _run_record(cfg, trainer, device, bf16, loss_head, weights_dtype, model_dir,
+                                                               precision))
     # 6. Snapshots (the learning curve) move into OUT; checkpoints only serve resumption.
     if (ckpt_dir / "snapshots").is_dir():
         shutil.rmtree(out / "snapshots", ignore_errors=True)
