@@ -11,9 +11,10 @@ from clerk.errors import UserError
 from clerk.generator.catalogue import SPLITS
 
 #: Personas per split when ``--personas`` is not given (SPEC default sizes).
-DEFAULT_PERSONAS = {"train": 100, "test": 40, "test_ood": 40}
-#: Name list each split draws from (the test_ood split reuses the test names).
-NAME_LIST = {"train": "train", "test": "test", "test_ood": "test"}
+DEFAULT_PERSONAS = {"train": 100, "test": 40, "test_ood": 40, "val_ood": 40}
+#: Name list each split draws from (test_ood and val_ood reuse the test names: names unseen in
+#: training, so val_ood differs from test_ood only in its wording and its RNG stream).
+NAME_LIST = {"train": "train", "test": "test", "test_ood": "test", "val_ood": "test"}
 
 
 @dataclass
@@ -22,7 +23,7 @@ class GeneratorConfig:
 
     Attributes:
         seed: base seed; the run's RNG is seeded from ``(seed, split)``.
-        split: train | test | test_ood (names and built-in phrasings depend on it).
+        split: train | test | test_ood | val_ood (names and built-in phrasings depend on it).
         personas: personas to generate; None = ``DEFAULT_PERSONAS[split]``.
         sessions: sessions per persona (>= 2: session 0 only states facts).
         budget: ledger slots B.

@@ -171,7 +171,8 @@ def generate(seed: int, split: str, personas: int | None = None, sessions: int =
     Args:
         seed: base seed (recorded in every timeline).
         split: ``train`` (train names, catalogue.yaml), ``test`` (test names, catalogue.yaml) or
-            ``test_ood`` (test names, ood.yaml).
+            ``test_ood`` (test names, ood.yaml) or ``val_ood`` (test names, val.yaml: the
+            validation wording, disjoint from both).
         personas: number of personas; None = 100 for train, 40 for the test splits.
         sessions: sessions per persona (>= 2).
         budget: ledger slots B.
