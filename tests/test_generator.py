@@ -433,7 +433,7 @@ class TestGenerate:
 
     def test_bad_arguments(self):
         """Bad split, budget, sessions and init facts raise UserError naming the field."""
-        with pytest.raises(UserError, match=r"^split must be one of train, test, test_ood, got 'dev'$"):
+        with pytest.raises(UserError, match=r"^split must be one of train, test, test_ood, val_ood, got 'dev'$"):
             generate(1, "dev")
         with pytest.raises(UserError, match=r"^budget must be an int >= 1, got 0$"):
             generate(1, "train", budget=0)
@@ -537,7 +537,7 @@ class TestCli:
         assert '"share_personas_with_evict"' in capsys.readouterr().err
 
     @pytest.mark.parametrize("flags, message", [
-        (["--split", "dev"], "split must be one of train, test, test_ood, got 'dev'"),
+        (["--split", "dev"], "split must be one of train, test, test_ood, val_ood, got 'dev'"),
         (["--split", "train", "--budget", "0"], "budget must be an int >= 1, got 0"),
         (["--split", "train", "--sessions", "1"], "sessions must be an int >= 2, got 1"),
     ])

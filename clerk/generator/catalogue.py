@@ -2,7 +2,8 @@
 
 **Phrasings are data.** ``clerk/phrasing/catalogue.yaml`` (train and test splits) and
 ``clerk/phrasing/ood.yaml`` (the ``test_ood`` split; no template string in common with the first)
-hold the predicates, value pools, phrasings, question templates, small talk and persona names.
+and ``clerk/phrasing/val.yaml`` (the ``val_ood`` split, issue 46: a third set sharing no template
+string with either, on which recipe choices are judged instead of ``test_ood``) hold the predicates, value pools, phrasings, question templates, small talk and persona names.
 The schema is documented at the top of ``catalogue.yaml``; ``--phrasings FILE`` replaces the
 built-in file with your own (it may omit ``names``, then the built-in name lists are used).
 
@@ -20,7 +21,7 @@ from typing import Any
 from clerk import prompts
 from clerk.errors import UserError
 
-SPLITS = ("train", "test", "test_ood")
+SPLITS = ("train", "test", "test_ood", "val_ood")
 N_OPTIONS = 10
 #: The built-in phrasings files live in ``clerk/phrasing/``, next to this package.
 PHRASING_DIR = Path(__file__).resolve().parents[1] / "phrasing"
@@ -28,6 +29,7 @@ BUILTIN_PHRASINGS = {
     "train": PHRASING_DIR / "catalogue.yaml",
     "test": PHRASING_DIR / "catalogue.yaml",
     "test_ood": PHRASING_DIR / "ood.yaml",
+    "val_ood": PHRASING_DIR / "val.yaml",
 }
 
 #: Template lists: key -> (placeholders that must appear, placeholders allowed).
@@ -95,7 +97,7 @@ def load_catalogue(path: str | Path | None = None, split: str = "train") -> Cata
 
     Args:
         path: a YAML file in the catalogue schema; None = the built-in file for ``split``.
-        split: picks the built-in file when ``path`` is None (``test_ood`` -> ``ood.yaml``).
+        split: picks the built-in file when ``path`` is None (``test_ood`` -> ``ood.yaml``, ``val_ood`` -> ``val.yaml``).
 
     Returns:
         The validated :class:`Catalogue`. When the file has no ``names``, the built-in

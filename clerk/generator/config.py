@@ -11,9 +11,10 @@ from clerk.errors import UserError
 from clerk.generator.catalogue import SPLITS
 
 #: Personas per split when ``--personas`` is not given (SPEC default sizes).
-DEFAULT_PERSONAS = {"train": 100, "test": 40, "test_ood": 40}
-#: Name list each split draws from (the test_ood split reuses the test names).
-NAME_LIST = {"train": "train", "test": "test", "test_ood": "test"}
+DEFAULT_PERSONAS = {"train": 100, "test": 40, "test_ood": 40, "val_ood": 40}
+#: Name list each split draws from (test_ood and val_ood reuse the test names: names unseen in
+#: training, so val_ood differs from test_ood only in its wording and its RNG stream).
+NAME_LIST = {"train": "train", "test": "test", "test_ood": "test", "val_ood": "test"}
 
 
 @dataclass
@@ -22,7 +23,7 @@ class GeneratorConfig:
 
     Attributes:
         seed: base seed; the run's RNG is seeded from ``(seed, split)``.
-        split: train | test | test_ood (names and built-in phrasings depend on it).
+        split: train | test | test_ood | val_ood (names and built-in phrasings depend on it).
         personas: personas to generate; None = ``DEFAULT_PERSONAS[split]``.
         sessions: sessions per persona (>= 2: session 0 only states facts).
         budget: ledger slots B.
@@ -33,6 +34,14 @@ class GeneratorConfig:
             session, at distinct seeded sessions >= 1 (so at most ``sessions - 1``); 0 = none,
             and then the output is byte-identical to a run without the option
             (:mod:`clerk.generator.forgets`).
+        evict_personas: eviction-pressure slice (issue 46): this many extra personas appended
+            after the ``personas`` regular ones, each with ``evict_adds`` ADDs per session and no
+            questions, so the split carries enough gold EVICT ops for a tight EVICT F1 at little
+            evaluation cost (policy calls only, no reader calls). They draw names after the
+            regular personas and consume the RNG after them, so the regular personas are
+            byte-identical with or without the slice; each slice persona has ``"slice": "evict"``.
+            0 = none, output byte-identical to a run without the option.
+        evict_adds: per-session ADD count range of the slice personas.
     """
 
     seed: int
@@ -47,6 +56,8 @@ class GeneratorConfig:
     questions: tuple[int, int] = (1, 3)
     chatter: tuple[int, int] = (1, 2)
     forgets: int = 0
+    evict_personas: int = 0
+    evict_adds: tuple[int, int] = (3, 4)
 
     def __post_init__(self) -> None:
         if self.split not in SPLITS:
@@ -54,7 +65,8 @@ class GeneratorConfig:
         if self.personas is None:
             self.personas = DEFAULT_PERSONAS[self.split]
         checks = (("seed", self.seed, None), ("personas", self.personas, 1), ("sessions", self.sessions, 2),
-                  ("budget", self.budget, 1), ("n_init", self.n_init, 1))
+                  ("budget", self.budget, 1), ("n_init", self.n_init, 1),
+                  ("evict_personas", self.evict_personas, 0))
         for name, value, low in checks:
             if type(value) is not int or (low is not None and value < low):
                 expected = "an int" if low is None else f"an int >= {low}"
@@ -62,7 +74,7 @@ class GeneratorConfig:
         if type(self.forgets) is not int or not 0 <= self.forgets <= self.sessions - 1:
             raise UserError(f"forgets must be an int from 0 to sessions - 1 = {self.sessions - 1} "
                             f"(one forget per session >= 1), got {self.forgets!r}")
-        for name in ("adds", "updates", "tombstones", "questions", "chatter"):
+        for name in ("adds", "evict_adds", "updates", "tombstones", "questions", "chatter"):
             low, high = getattr(self, name)
             if not 0 <= low <= high:
                 raise UserError(f"{name} must be a range 0 <= low <= high, got {(low, high)!r}")

@@ -26,6 +26,7 @@ set iteration and no clock.
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -150,26 +151,35 @@ def generate_from_config(cfg: GeneratorConfig, catalogue: Catalogue | str | Path
             f"n_init must be <= the number of predicates ({len(catalogue.predicates)}), got {cfg.n_init}"
         )
     rng = random.Random(cfg.rng_seed)
-    names = persona_names(rng, catalogue.names[NAME_LIST[cfg.split]], cfg.personas)
-    return [_persona(rng, cfg, catalogue, name)
-            for name in tqdm(names, desc=f"generate {cfg.split}", unit="persona", disable=None, leave=False)]
+    # The name order does not depend on the count, so slice personas never rename regular ones.
+    names = persona_names(rng, catalogue.names[NAME_LIST[cfg.split]], cfg.personas + cfg.evict_personas)
+    out = [_persona(rng, cfg, catalogue, name)
+           for name in tqdm(names[:cfg.personas], desc=f"generate {cfg.split}", unit="persona", disable=None,
+                            leave=False)]
+    if cfg.evict_personas:  # eviction-pressure slice (issue 46), after the regular personas
+        pressure = replace(cfg, adds=cfg.evict_adds, questions=(0, 0), evict_personas=0)
+        for name in names[cfg.personas:]:
+            out.append({**_persona(rng, pressure, catalogue, name), "slice": "evict"})
+    return out
 
 
 def generate(seed: int, split: str, personas: int | None = None, sessions: int = 8, budget: int = 12,
              n_init: int = 4, catalogue: Catalogue | str | Path | None = None,
-             forgets: int = 0) -> list[dict[str, Any]]:
+             forgets: int = 0, evict_personas: int = 0) -> list[dict[str, Any]]:
     """Persona timelines in the SPEC "Data formats" schema.
 
     Args:
         seed: base seed (recorded in every timeline).
         split: ``train`` (train names, catalogue.yaml), ``test`` (test names, catalogue.yaml) or
-            ``test_ood`` (test names, ood.yaml).
+            ``test_ood`` (test names, ood.yaml) or ``val_ood`` (test names, val.yaml: the
+            validation wording, disjoint from both).
         personas: number of personas; None = 100 for train, 40 for the test splits.
         sessions: sessions per persona (>= 2).
         budget: ledger slots B.
         n_init: facts stated in session 0.
         catalogue: a :class:`Catalogue`, a phrasings file path, or None for the split's built-in.
         forgets: forget requests per persona (:mod:`clerk.generator.forgets`); 0 = none.
+        evict_personas: eviction-pressure slice personas appended (GeneratorConfig); 0 = none.
 
     Returns:
         One dict per persona; the same arguments always give equal output.
@@ -178,5 +188,5 @@ def generate(seed: int, split: str, personas: int | None = None, sessions: int =
         UserError: a bad argument or phrasings file.
     """
     cfg = GeneratorConfig(seed=seed, split=split, personas=personas, sessions=sessions, budget=budget,
-                          n_init=n_init, forgets=forgets)
+                          n_init=n_init, forgets=forgets, evict_personas=evict_personas)
     return generate_from_config(cfg, catalogue)
