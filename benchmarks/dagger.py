@@ -22,11 +22,12 @@ import json
 import shutil
 from pathlib import Path
 
+from evict_victim import sessions_by_key, slot_facts  # benchmarks/, beside this script
+
 from clerk import ledger as L
 from clerk.generator.gold import gold_program
 from clerk.sft.dataset import to_dataset_dict
 from clerk.sft.examples import consolidate_example
-from evict_victim import sessions_by_key, slot_facts  # benchmarks/, beside this script
 
 
 def program_against(ledger: L.Ledger, events: list[dict], subject: str, now: int) -> L.Program:

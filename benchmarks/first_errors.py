@@ -22,9 +22,9 @@ import json
 from collections import Counter
 from pathlib import Path
 
-from clerk.metrics import canonical_ops
-
 from evict_victim import sessions_by_key, slot_facts
+
+from clerk.metrics import canonical_ops
 
 
 def pair_errors(missed: list[tuple], extra: list[tuple]) -> list[tuple[str, tuple | None, tuple | None]]:

@@ -4,11 +4,15 @@ outputs are identical and the seconds of each (issue 45, benchmarks/numerics.md)
 
     python benchmarks/kv_cache_check.py float32 resources/cache/smollm2-135m
 """
-import sys, time, torch
-import clerk.models.decoding as dec
-from clerk.models.loading import load_model, chat_prompt
-from clerk.scoring.prefix import _fork_cache
+import sys
+import time
+
+import torch
 from transformers import DynamicCache
+
+import clerk.models.decoding as dec
+from clerk.models.loading import chat_prompt, load_model
+from clerk.scoring.prefix import _fork_cache
 
 new_fn = dec._preallocated_cache
 def old_fn(capacity, prefix=None):
@@ -30,7 +34,8 @@ for rnd in range(2):
             dt = time.perf_counter() - t
             key = (name, sp is not None)
             res.setdefault(key, []).append(dt)
-            if rnd == 0: res[key + ("out",)] = out
+            if rnd == 0:
+                res[key + ("out",)] = out
 for sp in (True, False):
     same = res[("concat", sp, "out")] == res[("prealloc", sp, "out")]
     print(dtype, "shared_prefix" if sp else "no prefix", "identical outputs:", same,

@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> None:
     from clerk.train.bench import bench_throughput
 
     torch.set_num_threads(args.threads)
-    machine = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+    machine = {"date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC"),
                "cpu": cpu_model(), "cores": os.cpu_count(), "torch": torch.__version__, "threads": args.threads,
                "bf16_units": bf16_units(), "auto_precision": resolve_precision("auto", "cpu"),
                "auto_dtype": resolve_inference_dtype("auto", "cpu"), "loadavg": " ".join(map(str, os.getloadavg()))}

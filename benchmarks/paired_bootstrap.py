@@ -39,12 +39,11 @@ import json
 from pathlib import Path
 
 import numpy as np
+from evict_victim import sessions_by_key  # benchmarks/, beside this script
 from scipy import stats
 
 from clerk.ledger import OP_KINDS
 from clerk.metrics import op_scores, prf
-
-from evict_victim import sessions_by_key  # benchmarks/, beside this script
 
 KINDS = ("ALL", *OP_KINDS)
 COUNTS = ("tp", "fp", "fn")

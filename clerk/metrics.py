@@ -14,7 +14,8 @@ every score carries its tp/fp/fn counts so sessions and personas can be micro-av
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from clerk.ledger import OP_KINDS, Ledger, check_op, dumps, is_free, reduce
 

@@ -34,8 +34,9 @@ no program in it gives an empty program and a recorded parse failure).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from clerk import ledger as L
 

@@ -22,7 +22,8 @@ messages here and nowhere else.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 #: Gold answer for a predicate that was never stated (SPEC §2's fixed "I don't know" phrase). One
 #: token: the MC reader's length-normalised score of a long fixed phrase is inflated by its

@@ -11,6 +11,7 @@ import re
 
 import pytest
 import yaml
+from workflow_kit import ROOT, SMOKE, run_snakemake, shell_commands
 
 import clerk.evaluate.erasure as erasure_module
 import clerk.generator.forgets as forgets_module
@@ -28,7 +29,6 @@ from clerk.generator.timelines import generate
 from clerk.memory import MEMORY_REGISTRY, EvalConfig, MemorySystem, Registry, Runtime, View, WriteResult
 from clerk.memory.forgetting import REDACTED, scrub_session
 from clerk.prompts import UNKNOWN_ANSWER
-from workflow_kit import ROOT, SMOKE, run_snakemake, shell_commands
 
 #: Systems that need no model to write (their forget is checked on every view of a replay).
 NO_MODEL = ["oracle", "full", "window", "rag", "add-only", "null"]

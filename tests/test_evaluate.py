@@ -10,6 +10,7 @@ import random
 from pathlib import Path
 
 import pytest
+from doctest_kit import run_package_doctests
 
 from clerk import cli
 from clerk import ledger as L
@@ -18,7 +19,6 @@ from clerk.evaluate.schemas import SCHEMAS, validate_record
 from clerk.generator.files import write_timelines
 from clerk.generator.timelines import generate
 from clerk.memory import MEMORY_REGISTRY, EvalConfig, LedgerSystem, Proposal, Registry, Runtime
-from doctest_kit import run_package_doctests
 
 ALL = ["clerk", "oracle", "prompted-ledger", "full", "window", "rag", "add-only", "null"]
 
@@ -349,8 +349,9 @@ class TestSeparateReader:
         metrics = json.loads((tmp_path / "o" / "metrics.json").read_text())
         assert metrics["config"]["reader_adapter"] == str(workdir / "adapter")
         assert {m["reader"]["model"] for m in metrics["systems"].values()} == {"reader"}
-        picks = lambda path: [(r["system"], r["persona"], r["session"], r["q"], r["chosen"]) for r in _rows(path)
-                              if r["system"] in systems]
+        def picks(path):
+            return [(r["system"], r["persona"], r["session"], r["q"], r["chosen"]) for r in _rows(path)
+                                      if r["system"] in systems]
         assert picks(tmp_path / "o" / "predictions.jsonl") == picks(full_run / "predictions.jsonl")
 
     def test_reader_model_reader_needs_the_reader_adapter(self, workdir, tmp_path, capsys):

@@ -16,6 +16,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from clerk import ledger as L
+from clerk import prompts
+from clerk.cli import main as cli_main
+from clerk.errors import UserError
 from clerk.generator import catalogue, cli, config, files, gold, questions
 from clerk.generator import timelines as timelines_module
 from clerk.generator.catalogue import load_catalogue
@@ -24,10 +28,6 @@ from clerk.generator.files import load_timelines, timeline_stats, write_timeline
 from clerk.generator.gold import gold_program
 from clerk.generator.questions import QUESTION_TYPES, question_is_temporal, reference_answer, stale_answers
 from clerk.generator.timelines import generate
-from clerk import ledger as L
-from clerk import prompts
-from clerk.cli import main as cli_main
-from clerk.errors import UserError
 
 SEEDS = (137, 991, 4242)
 SIZES = {"train": (100, 8), "test": (40, 8), "test_ood": (40, 8)}
@@ -222,7 +222,7 @@ class TestGenerate:
     def test_names_by_split(self, timelines):
         """Train personas use train names, test and test_ood personas use test names, all unique."""
         cat = load_catalogue(split="train")
-        for (seed, split), tls in timelines.items():
+        for (_seed, split), tls in timelines.items():
             names = [tl["name"] for tl in tls]
             assert len(set(names)) == len(names)
             assert set(names) <= set(cat.names[NAME_LIST[split]])
@@ -230,14 +230,14 @@ class TestGenerate:
     def test_ood_uses_ood_phrasings(self, timelines):
         """test_ood transcripts use only ood.yaml lines; test transcripts use none of them."""
         ood_lines = load_catalogue(split="test_ood").acknowledgements
-        for (seed, split), tls in timelines.items():
+        for (_seed, split), tls in timelines.items():
             acks = {t["content"] for tl in tls for s in tl["sessions"] for t in s["turns"][3::2]}
             assert (acks <= set(ood_lines)) == (split == "test_ood")
             assert acks.isdisjoint(ood_lines) == (split != "test_ood")
 
     def test_session_structure(self, timelines):
         """Session 0 states 4 facts with no questions; later sessions follow the SPEC counts."""
-        for tl, s in _sessions(timelines):
+        for _tl, s in _sessions(timelines):
             kinds = Counter(e["kind"] for e in s["events"])
             preds = [e["pred"] for e in s["events"]]
             assert len(set(preds)) == len(preds)
@@ -336,7 +336,7 @@ class TestGenerate:
         """Gold answers and types equal the persona's true state rebuilt from earlier events alone."""
         for tls in timelines.values():
             for tl in tls:
-                for s, q, h, active in _replay(tl):
+                for _s, q, h, active in _replay(tl):
                     if q["type"] == "unknown":
                         assert h == [] and q["answer"] == prompts.UNKNOWN_ANSWER
                     elif q["type"] == "current":
@@ -378,7 +378,7 @@ class TestGenerate:
 
     def test_options(self, timelines):
         """Ten distinct options with options[correct] == answer, both fixed phrases included."""
-        for tl, s in _sessions(timelines):
+        for _tl, s in _sessions(timelines):
             for q in s["questions"]:
                 assert len(q["options"]) == 10 and len(set(q["options"])) == 10
                 assert q["options"][q["correct"]] == q["answer"]

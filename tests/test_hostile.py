@@ -101,8 +101,9 @@ class TestStoreErasesByText:
         assert b"I cook." in raw and "私は" in "".join(snap.texts())
 
     def test_postgresql_after_vacuum_holds_no_byte_of_a_forgotten_value(self, pg_server, capsys):
-        import psycopg
         from pathlib import Path
+
+        import psycopg
 
         url = pg_server.new_store_url()
         fill(url)

@@ -13,6 +13,7 @@ import random
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strategies import alphabet_text, any_text, comparable_junk, ledgers, programs, unicode_text, valid_programs
 
 import clerk.ledger
 from clerk.ledger import (
@@ -32,7 +33,6 @@ from clerk.ledger import (
     serialize,
     validate_ledger,
 )
-from strategies import alphabet_text, any_text, comparable_junk, ledgers, programs, unicode_text, valid_programs
 
 # 1,000 examples per property in the default run; each example is a few small dicts, so the
 # whole file stays well under a minute. No deadline: the box is shared and timing is noisy.

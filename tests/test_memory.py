@@ -8,6 +8,7 @@ import doctest
 
 import pytest
 import torch
+from timeline_kit import two_personas
 
 import clerk.memory.rag as rag_module
 import clerk.memory.reader as reader_module
@@ -21,7 +22,6 @@ from clerk.memory.base import WriteResult
 from clerk.memory.reader import Reader, split_prompt
 from clerk.memory.text import fit_newest
 from clerk.memory.views import VIEW_KINDS, question_views
-from timeline_kit import two_personas
 
 ALL = ["add-only", "clerk", "clerk-unconstrained", "full", "null", "oracle", "prompted-ledger", "rag", "summary-rag", "window"]
 
@@ -377,7 +377,7 @@ class TestQuestionViews:
         expected = [(kind, tl["name"], s["index"], q["question"]) for tl in timelines for s in tl["sessions"]
                     for kind in self.KINDS for q in s["questions"]]
         assert sorted(flat) == sorted(expected) and len(flat) == len(expected)
-        for kind, tl, s, _, qs in got:
+        for kind, _tl, s, _, qs in got:
             if kind != "rag":
                 assert qs == s["questions"]  # one view for the whole session
         assert set(VIEW_KINDS) == set(self.KINDS)

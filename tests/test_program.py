@@ -199,7 +199,7 @@ class TestProgramGrammar:
         """The split used above has gold programs that EVICT a key ADDed earlier in the same program
         and that ADD back a key held before it (so the acceptance test covers them)."""
         evict_added = add_back = 0
-        for tl, s in sessions(split):
+        for _tl, s in sessions(split):
             held = {x["p"] for x in L.occupied(s["ledger_before"])}
             lines = render_program(s["ledger_before"], s["gold_ops"], s["index"]).splitlines()
             added = {line.split()[1] for line in lines if line.startswith("ADD ")}

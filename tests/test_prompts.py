@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from jinja2 import nodes
 from jinja2.ext import Extension
 from jinja2.sandbox import ImmutableSandboxedEnvironment
+from strategies import ledgers
 
 import clerk.prompts
 from clerk import ledger as L
@@ -36,7 +37,6 @@ from clerk.prompts import (
     reader_ledger,
     render_turns,
 )
-from strategies import ledgers
 
 START, STOP = "\x02", "\x03"
 

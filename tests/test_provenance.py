@@ -14,6 +14,7 @@ from base64 import urlsafe_b64encode
 from pathlib import Path
 
 import pytest
+from doctest_kit import run_package_doctests
 
 from clerk.cli import main
 from clerk.errors import UserError
@@ -23,7 +24,6 @@ from clerk.provenance.manifest import build_manifest, code_version
 from clerk.provenance.numbers import build_numbers, expand_spec
 from clerk.provenance.records import find_record, snakemake_records, wildcards_for
 from clerk.provenance.verify import trace, verify
-from doctest_kit import run_package_doctests
 
 SNAKEFILE = """
 configfile: "config.yaml"

@@ -12,13 +12,13 @@ import random
 
 import pytest
 import torch
+from doctest_kit import run_package_doctests
 
 from clerk import cli
 from clerk.prompts import CHAT_TEMPLATE, SPECIAL_TOKENS, answer_messages
 from clerk.scoring import bench as scoring_bench
 from clerk.scoring import mc as scoring_mc
 from clerk.scoring import prefix as scoring_prefix
-from clerk.scoring.tree import Query, score_tree
 from clerk.scoring.mc import (
     encode_prefix,
     pick,
@@ -28,7 +28,7 @@ from clerk.scoring.mc import (
     score_with_prefix,
     split_is_exact,
 )
-from doctest_kit import run_package_doctests
+from clerk.scoring.tree import Query, score_tree
 
 _LINES = [
     "user: I moved to Oslo last spring and I work as a chef now.",

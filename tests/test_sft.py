@@ -18,6 +18,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from timeline_kit import build_timeline
 
 import clerk.generator.files
 import clerk.generator.timelines
@@ -34,7 +35,6 @@ from clerk.program import compile_program, render_program
 from clerk.sft.cli import parse_weights
 from clerk.sft.dataset import build_sft, sft_stats, write_sft
 from clerk.sft.examples import SFTDataConfig, build_rows, check_timelines, round_half_up, view_shares
-from timeline_kit import build_timeline
 
 COLUMNS = ["messages", "task", "view", "persona", "session"]
 ALL_VIEWS = {"ledger": 3, "full": 1, "window": 1, "rag": 1, "add-only": 1}

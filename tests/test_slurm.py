@@ -34,7 +34,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-
 from workflow_kit import OFFLINE, ROOT, SMOKE, copy_sources, run_snakemake
 
 SLURM_DIR = Path("/etc/slurm")

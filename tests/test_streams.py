@@ -413,7 +413,8 @@ class TestEvictionStudy:
 
     def test_deterministic_csv(self):
         """Running the study twice gives byte-identical CSV text."""
-        run = lambda: rows_to_csv(eviction_study([make_stream(5, length=50)], ALL_POLICIES, [4, 8], [0, 2]))
+        def run():
+            return rows_to_csv(eviction_study([make_stream(5, length=50)], ALL_POLICIES, [4, 8], [0, 2]))
         assert run() == run()
 
     def test_other_noise_rates_regenerate_the_stream(self):

@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from clerk import wiring
 from clerk.cli import main
 from clerk.errors import UserError
 from clerk.evaluate.schemas import validate_record
@@ -26,14 +27,19 @@ from clerk.generator.timelines import generate
 from clerk.provenance.numbers import build_numbers, expand_spec
 from clerk.report.benchmarks import benchmarks_table
 from clerk.report.eviction import eviction_tables
-from clerk.report.figures import (figure_accuracy, figure_eviction, figure_learning_curve, figure_loss, figure_read_cost,
-                                  figure_state_f1)
+from clerk.report.figures import (
+    figure_accuracy,
+    figure_eviction,
+    figure_learning_curve,
+    figure_loss,
+    figure_read_cost,
+    figure_state_f1,
+)
 from clerk.report.paper import render_paper, template_literal_digits
 from clerk.report.read_cost import read_cost_table
 from clerk.report.setup_facts import setup_facts
 from clerk.report.systems import system_rows, systems_markdown, systems_tables
 from clerk.report.tabular import mean_pm, write_csv
-from clerk import wiring
 from clerk.streams.engines import POLICIES
 from clerk.streams.generation import make_stream
 from clerk.streams.study import eviction_study, rows_to_csv
@@ -451,7 +457,8 @@ class TestFigures:
 def write_erasure_metrics(root: Path, seed: int) -> str:
     """A ``clerk erasure`` metrics.json of one seed (the default profile's systems and modes),
     following ``clerk.evaluate.erasure.SCHEMAS`` and validated against it."""
-    from clerk.evaluate.erasure import ERASURE_SCHEMA_ID, SCHEMAS as ERASURE_SCHEMAS
+    from clerk.evaluate.erasure import ERASURE_SCHEMA_ID
+    from clerk.evaluate.erasure import SCHEMAS as ERASURE_SCHEMAS
 
     cfg = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())["erasure"]
     keys = [(s, "forget") for s in cfg["systems"]] + [(s, "ignore") for s in cfg["ignore_forget"]]

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from doctest_kit import run_package_doctests
 
 from clerk.cli import main as clerk_main
 from clerk.errors import UserError
@@ -33,7 +34,6 @@ from clerk.train.config import TrainConfig
 from clerk.train.curve import COLUMNS as CURVE_COLUMNS
 from clerk.train.data import supervised_lm_loss
 from clerk.train.trainer import LOG_COLUMNS, complete_checkpoints, run_training, truncate_log
-from doctest_kit import run_package_doctests
 
 TINY = dict(vocab_size=1000, hidden=64, layers=2, heads=4, intermediate=128, seed=0)
 #: The run every test compares against: 30 steps, a checkpoint every 10, fp32, one thread.

@@ -12,19 +12,20 @@ from itertools import combinations
 
 import pytest
 
+from clerk.errors import UserError
 from clerk.generator.catalogue import BUILTIN_PHRASINGS, load_catalogue
 from clerk.generator.config import GeneratorConfig
 from clerk.generator.timelines import generate, generate_from_config
-from clerk.errors import UserError
 
 SETS = ("train", "test_ood", "val_ood")  # catalogue.yaml, ood.yaml, val.yaml
 
 
 def _sha(timelines) -> str:
     """sha256 of the JSON-lines bytes ``clerk generate`` writes for ``timelines``."""
-    from clerk.generator.files import write_timelines
     import tempfile
     from pathlib import Path
+
+    from clerk.generator.files import write_timelines
 
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "t.jsonl"

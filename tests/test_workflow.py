@@ -136,7 +136,6 @@ class TestShellQuoting:
         import shlex
 
         import yaml
-
         from workflow_kit import copy_sources
 
         repo = copy_sources(tmp_path / "repo")

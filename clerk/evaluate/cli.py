@@ -12,7 +12,6 @@ here; the runners take that and never see ``argparse``.
 from __future__ import annotations
 
 import argparse
-
 from typing import Any
 
 from clerk.evaluate.config import ErasureConfig, EvaluateConfig, ReadCostConfig

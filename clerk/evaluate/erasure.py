@@ -40,7 +40,6 @@ import sys
 import time
 
 from clerk.atomic import start_outputs, write_text
-from clerk.inputs import check_run_dirs
 from clerk.errors import UserError
 from clerk.evaluate.config import ErasureConfig
 from clerk.evaluate.runner import (
@@ -54,6 +53,7 @@ from clerk.evaluate.runner import (
 from clerk.evaluate.schemas import validate_record, write_jsonl
 from clerk.evaluate.summary import mean_or_none
 from clerk.generator.forgets import FORGOTTEN
+from clerk.inputs import check_run_dirs
 from clerk.memory import MEMORY_REGISTRY, EvalConfig, MemorySystem, Registry, Runtime
 from clerk.memory.forgetting import value_pattern
 

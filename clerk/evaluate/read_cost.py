@@ -19,7 +19,6 @@ from clerk.evaluate.runner import load_timelines_file, make_systems, replay
 from clerk.evaluate.summary import mean_or_none
 from clerk.memory import EvalConfig, Runtime
 
-
 #: Views measured by the probe; the oracle ledger stands in for clerk's ledger (same format, B slots).
 READ_COST_VIEWS = ("oracle", "full", "window", "rag", "add-only")
 

@@ -22,15 +22,16 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from clerk.atomic import start_outputs, write_text
-from clerk.inputs import check_run_dirs
 from clerk.errors import UserError
 from clerk.evaluate.config import EvaluateConfig
 from clerk.evaluate.schemas import METRICS_SCHEMA_ID, validate_record, write_jsonl
 from clerk.evaluate.summary import is_stale_error, ledger_row, summarize
+from clerk.inputs import check_run_dirs
 from clerk.memory import MEMORY_REGISTRY, MemorySystem, Registry, Runtime
 
 

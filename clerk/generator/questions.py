@@ -48,7 +48,7 @@ def reference_answer(ledger: L.Ledger, subject: str, pred: str, temporal: bool =
     >>> reference_answer(led, "Ari", "job"), reference_answer(led, "Ari", "job", temporal=True)
     ('chef', 'nurse')
     >>> reference_answer(led, "Ari", "pet")
-    "I don't know."
+    'unknown'
     """
     i = L.find(ledger, subject, pred)
     if i is None:

@@ -55,9 +55,9 @@ def _full_prompts(conv: Conversation, runtime: Runtime):
         ``(views, questions, prompts, shared prefix)``.
     """
     from clerk import prompts
-    from clerk.models.loading import chat_prompt
     from clerk.evaluate.runner import make_systems
     from clerk.memory.reader import split_prompt
+    from clerk.models.loading import chat_prompt
 
     full = make_systems(["full"], runtime, locomo_registry())["full"]
     tl = conversation_timeline(conv, DEFAULT_BUDGET)

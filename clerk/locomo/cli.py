@@ -121,10 +121,9 @@ def main_locomo(args: argparse.Namespace) -> None:
     import time
 
     from clerk import __version__
+    from clerk.atomic import start_outputs
     from clerk.evaluate.schemas import validate_record
     from clerk.models.device import set_torch_threads
-
-    from clerk.atomic import start_outputs
 
     start = time.perf_counter()
     start_outputs(args.out, "--out", marker="metrics.json")  # up front: no stale completion marker

@@ -28,9 +28,10 @@ from __future__ import annotations
 import json
 import math
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from clerk.errors import UserError
 from clerk.locomo.data import CATEGORIES, Conversation, Question, Session, as_chat_turns
@@ -396,9 +397,8 @@ def transcript_tokens(conv: Conversation, runtime: Runtime) -> int:
 
 def write_jsonl(path: Path, kind: str, rows: list[dict]) -> None:
     """Rows as JSON lines, each validated against its :data:`LOCOMO_SCHEMAS` kind first."""
-    from clerk.evaluate.schemas import validate_record
-
     from clerk.atomic import atomic_write
+    from clerk.evaluate.schemas import validate_record
 
     with atomic_write(path) as fh:  # whole or absent (clerk/atomic.py)
         for row in rows:

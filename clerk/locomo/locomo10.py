@@ -21,8 +21,9 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from clerk.errors import UserError
 from clerk.locomo.data import (

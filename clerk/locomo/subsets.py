@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import dataclasses
 import random
+from collections.abc import Iterable, Sequence
 from fractions import Fraction
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from clerk.errors import UserError
 from clerk.locomo.data import CATEGORIES, Conversation, Question, derived_seed

@@ -13,8 +13,9 @@ import argparse
 import json
 import math
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from clerk.errors import UserError
 from clerk.locomo.data import LOCOMO_SYSTEMS

@@ -30,7 +30,8 @@ generator, reducer, bookkeeping and runner that needs no model.
 
 from __future__ import annotations
 
-from typing import Any, Hashable
+from collections.abc import Hashable
+from typing import Any
 
 from clerk import prompts
 

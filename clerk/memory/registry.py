@@ -8,7 +8,8 @@ paper. Tests build their own :class:`Registry` instead of touching :data:`MEMORY
 
 from __future__ import annotations
 
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 T = TypeVar("T", bound=type)
 

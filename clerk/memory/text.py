@@ -9,10 +9,9 @@ drops the *oldest* first, because a newer statement supersedes an older one.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from clerk import prompts
-
 
 #: The header text is prompt text, so it lives in ``clerk.prompts``; re-exported for the views.
 session_header = prompts.session_header

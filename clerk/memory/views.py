@@ -12,7 +12,8 @@ evaluation replays them. Model-written ledgers (clerk, prompted-ledger) are ledg
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from clerk import prompts
 from clerk.errors import UserError

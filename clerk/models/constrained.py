@@ -17,7 +17,8 @@ compiled-kernel cache whose entries depend on the CPU kernels a process dispatch
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 #: llguidance tokenizers per HF tokenizer object (building one takes about a second).
 _LL_TOKENIZERS: dict[int, Any] = {}

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import MutableMapping
 from pathlib import Path
-from typing import Any, MutableMapping
+from typing import Any
 
 from clerk.errors import UserError
 

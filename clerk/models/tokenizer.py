@@ -10,8 +10,15 @@ import json
 from pathlib import Path
 
 from clerk.errors import UserError
-from clerk.prompts import (END_OF_TURN, SPECIAL_TOKENS, answer_messages, consolidate_messages, policy_transcript,
-                           reader_ledger, render_turns)
+from clerk.prompts import (
+    END_OF_TURN,
+    SPECIAL_TOKENS,
+    answer_messages,
+    consolidate_messages,
+    policy_transcript,
+    reader_ledger,
+    render_turns,
+)
 
 
 def timeline_texts(path: str | Path, split: str = "train") -> list[str]:

@@ -14,9 +14,9 @@ import sys
 from pathlib import Path
 
 from clerk.errors import UserError
-from clerk.provenance.environment import environment_warnings
-from clerk.provenance.compare import FAILING, compare_trees, load_tolerances, summary_table
 from clerk.inputs import read_text, require
+from clerk.provenance.compare import FAILING, compare_trees, load_tolerances, summary_table
+from clerk.provenance.environment import environment_warnings
 from clerk.provenance.files import load_json, write_json
 from clerk.provenance.manifest import build_manifest
 from clerk.provenance.numbers import build_numbers

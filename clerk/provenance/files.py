@@ -17,7 +17,6 @@ from typing import Any
 
 from clerk.errors import UserError
 
-
 #: Files Snakemake itself writes into a ``directory()`` output (an empty timestamp marker): not
 #: part of the output's content, so left out of its digest and file list.
 SNAKEMAKE_MARKERS = frozenset({".snakemake_timestamp"})

@@ -17,8 +17,8 @@ import functools
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from clerk.errors import UserError
 from clerk.provenance.files import dir_digest, dir_files, sha256_path

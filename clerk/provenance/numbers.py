@@ -12,8 +12,8 @@ from __future__ import annotations
 import math
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from clerk.errors import UserError
 from clerk.provenance.files import sha256_path

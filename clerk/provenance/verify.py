@@ -13,8 +13,8 @@ import math
 import os
 import re
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from clerk.errors import UserError
 from clerk.provenance.files import dir_digest, dir_files, legacy_dir_digest, sha256_path

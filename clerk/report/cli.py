@@ -25,8 +25,8 @@ Verbs (paths as the workflow uses them):
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from clerk.errors import UserError
 from clerk.provenance.files import load_json, write_json

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import io
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from clerk.errors import UserError
-
 
 # ---- reading ---------------------------------------------------------------------------------
 

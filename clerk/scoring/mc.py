@@ -40,7 +40,8 @@ SmolLM2-135M, with the same picks (``clerk bench-scoring``, :mod:`clerk.scoring.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from clerk.scoring.prefix import (
     PrefixCache,

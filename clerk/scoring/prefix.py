@@ -13,8 +13,9 @@ cache argument is ``cache`` from transformers 5.24 on and ``past_key_values`` be
 from __future__ import annotations
 
 import inspect
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 
 @dataclass(frozen=True, eq=False)

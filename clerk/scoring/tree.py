@@ -22,8 +22,9 @@ The score of an option is the mean log-probability of its tokens (:func:`clerk.s
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from clerk.scoring.prefix import PrefixCache, _cache_kwarg, _fork_cache
 

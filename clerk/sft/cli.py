@@ -14,6 +14,7 @@ from clerk.errors import UserError
 from clerk.sft.dataset import sft_stats, to_dataset_dict, write_sft
 from clerk.sft.examples import SFTDataConfig, build_rows
 
+
 def parse_weights(text: str | dict) -> dict[str, float]:
     """``"ledger=3,full=1"`` (a flag) or ``{"ledger": 3, "full": 1}`` (``--config``) ->
     ``{"ledger": 3.0, "full": 1.0}`` (order kept).

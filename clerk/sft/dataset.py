@@ -19,6 +19,7 @@ from clerk import ledger as L
 from clerk.errors import UserError
 from clerk.sft.examples import SPLITS, STATS_FILE, TASKS, SFTDataConfig, build_rows, example_chars
 
+
 def features():
     """The ``datasets.Features`` of every split."""
     from datasets import Features, List, Value

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import argparse
 
+from clerk.atomic import check_out_file, write_text
 from clerk.errors import UserError
 from clerk.ledger import dumps
 from clerk.streams.engines import POLICIES, get_policy
-from clerk.atomic import check_out_file, write_text
 from clerk.streams.generation import BASE_OFFSETS, StreamConfig, load_stream, make_stream
 from clerk.streams.study import eviction_study, rows_to_csv, summary_table
 

@@ -20,17 +20,18 @@ from __future__ import annotations
 import abc
 import random
 from collections import OrderedDict
-from typing import Any, Callable, ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 from clerk.errors import UserError
 from clerk.ledger import salience_key
 from clerk.streams.generation import check_int
 
 #: The policy registry: name -> engine class. Insertion order is the default study order.
-POLICIES: dict[str, type["Engine"]] = {}
+POLICIES: dict[str, type[Engine]] = {}
 
 
-def register_policy(name: str, registry: dict[str, type["Engine"]] | None = None) -> Callable:
+def register_policy(name: str, registry: dict[str, type[Engine]] | None = None) -> Callable:
     """Class decorator adding an engine to ``registry`` (default :data:`POLICIES`) under ``name``.
 
     Raises:
@@ -48,7 +49,7 @@ def register_policy(name: str, registry: dict[str, type["Engine"]] | None = None
     return decorate
 
 
-def get_policy(name: str, registry: dict[str, type["Engine"]] | None = None) -> type["Engine"]:
+def get_policy(name: str, registry: dict[str, type[Engine]] | None = None) -> type[Engine]:
     """The engine class registered under ``name``.
 
     Raises:

@@ -15,8 +15,9 @@ import io
 import math
 import statistics
 import sys
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from clerk.errors import UserError
 from clerk.streams.engines import Engine, get_policy

@@ -12,9 +12,8 @@ import json
 import sys
 from pathlib import Path
 
-from clerk.errors import UserError
-from clerk.train.bench import MODES, bench_throughput
 from clerk.models.device import PRECISIONS
+from clerk.train.bench import MODES, bench_throughput
 from clerk.train.config import BF16_MODES, LOSS_HEADS, TrainConfig
 from clerk.train.trainer import run_training
 
