@@ -43,7 +43,7 @@ def registry_enums() -> dict[str, list[str]]:
     """The allowed names of each registry-backed ``$defs`` entry of the schema, from the code.
 
     >>> sorted(registry_enums())
-    ['bf16_mode', 'dtype', 'eviction_policy', 'locomo_system', 'memory_system', 'model_kind', 'reader_model', 'view_kind']
+    ['bf16_mode', 'dtype', 'eviction_policy', 'locomo_system', 'memory_system', 'model_kind', 'precision', 'reader_model', 'view_kind']
     >>> "summary-rag" in registry_enums()["memory_system"], "summary-rag" in registry_enums()["locomo_system"]
     (False, True)
     """
@@ -54,6 +54,7 @@ def registry_enums() -> dict[str, list[str]]:
     from clerk.memory.views import VIEW_KINDS
     from clerk.models.spec import KINDS
     from clerk.streams.engines import POLICIES
+    from clerk.models.device import PRECISIONS
     from clerk.train.config import BF16_MODES
 
     def serves_synthetic(name: str) -> bool:
@@ -67,6 +68,7 @@ def registry_enums() -> dict[str, list[str]]:
         "dtype": list(DTYPES),
         "reader_model": list(READER_MODELS),
         "bf16_mode": list(BF16_MODES),
+        "precision": list(PRECISIONS),
         "view_kind": list(VIEW_KINDS),
     }
 

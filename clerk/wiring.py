@@ -155,7 +155,7 @@ def _generate(config: dict, size: dict, split: str, forgets: int = 0) -> dict[st
 
 def _train(spec: dict, max_steps: int, snapshot_steps: int) -> dict[str, Any]:
     keys = ("lr", "epochs", "batch_size", "grad_accum", "max_length", "lora_r", "lora_alpha",
-            "lora_dropout", "bf16", "save_steps")
+            "lora_dropout", "precision", "bf16", "save_steps")
     return {**{key: spec[key] for key in keys}, "max_steps": max_steps, "snapshot_steps": snapshot_steps,
             "lora_targets": list(spec["lora_targets"]), "modules_to_save": list(spec.get("modules_to_save") or []),
             "eval": spec["validation_loss"]}

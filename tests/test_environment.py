@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import doctest
+import hashlib
 import json
 import re
 import sys
@@ -56,8 +57,14 @@ class TestLock:
 
 class TestVerifyEnvironment:
     def _workdir(self, tmp_path: Path, packages: dict, lock: str) -> Path:
-        (tmp_path / "manifest.json").write_text(json.dumps({"files": {}, "packages": packages}))
-        (tmp_path / "numbers.json").write_text(json.dumps({"numbers": {}}))
+        # One real file and one number drawn from it: verify refuses a manifest with nothing to verify.
+        source = tmp_path / "x.json"
+        source.write_text(json.dumps({"a": 1}))
+        digest = hashlib.sha256(source.read_bytes()).hexdigest()
+        (tmp_path / "manifest.json").write_text(json.dumps(
+            {"files": {"x.json": {"sha256": digest, "inputs": {}, "rule": "r"}}, "packages": packages}))
+        (tmp_path / "numbers.json").write_text(json.dumps({"numbers": {"n": {
+            "source": "x.json", "sha256": digest, "key": "/a", "format": "g", "text": "1", "value": 1}}}))
         (tmp_path / "requirements.lock").write_text(lock)
         return tmp_path
 

@@ -79,7 +79,7 @@ def add_run_args(p: Any, systems_help: str = "memory systems (registry keys)") -
     p.add_argument("--phrasings", metavar="FILE", default=None,
                    help="phrasings catalogue whose predicate keys constrained writers may ADD (default: built-in)")
     p.add_argument("--dtype", choices=DTYPES, default=d.dtype,
-                   help="inference dtype of readers and writers; auto = bf16 on CUDA, fp32 on CPU (default: auto)")
+                   help="inference dtype of readers and writers; auto = bf16 where the device has bf16 units (CUDA with bf16, AMX or AVX512-BF16 CPUs), fp32 elsewhere (default: auto)")
     p.add_argument("--threads", type=int, default=0, metavar="N",
                    help="torch CPU threads; 0 = torch's default (default: 0)")
 
