@@ -132,13 +132,26 @@ class TestShellQuoting:
     def test_config_values_never_run_as_shell(self, tmp_path):
         """With model.repo_id, data.phrasings and locomo.path holding ``$(touch PWNED)``, every
         shell command of the dry run, executed by bash with the programs replaced by ``true``,
-        creates no file PWNED: the payload reaches each program as the text it is."""
+        creates no file PWNED: the payload reaches each program as the text it is.
+
+        The schema's patterns refuse such values first (tests/test_config_hostile.py); quoting is
+        the second line of defence, so this test removes the patterns from a scratch copy's schema
+        to reach it."""
         import shlex
 
         import yaml
         from workflow_kit import copy_sources
 
         repo = copy_sources(tmp_path / "repo")
+        schema_file = repo / "workflow" / "schemas" / "config.schema.yaml"
+        schema = yaml.safe_load(schema_file.read_text())
+
+        def drop_patterns(node):
+            if isinstance(node, dict):
+                return {k: drop_patterns(v) for k, v in node.items() if k != "pattern"}
+            return [drop_patterns(v) for v in node] if isinstance(node, list) else node
+
+        schema_file.write_text(yaml.safe_dump(drop_patterns(schema), sort_keys=False))
         phrasings, locomo = f"{self.PAYLOAD}.yaml", f"{self.PAYLOAD}.json"
         for name in (phrasings, locomo):  # inputs must exist for the DAG to build
             (repo / name).write_text("{}\n")
