@@ -122,7 +122,7 @@ rule table_setup:
         ),
         train=expand("results/train/{seed}", seed=SEEDS),
         reader=(
-            expand("results/train_reader/{seed}", seed=SEEDS)
+            [f"results/train_reader/{READER_SEED}"]
             if SEPARATE_READER
             else []
         ),
