@@ -52,9 +52,9 @@ def registry_enums() -> dict[str, list[str]]:
     from clerk.memory import MEMORY_REGISTRY
     from clerk.memory.base import DTYPES, READER_MODELS
     from clerk.memory.views import VIEW_KINDS
+    from clerk.models.device import PRECISIONS
     from clerk.models.spec import KINDS
     from clerk.streams.engines import POLICIES
-    from clerk.models.device import PRECISIONS
     from clerk.train.config import BF16_MODES
 
     def serves_synthetic(name: str) -> bool:
