@@ -52,9 +52,9 @@ def registry_enums() -> dict[str, list[str]]:
     from clerk.memory import MEMORY_REGISTRY
     from clerk.memory.base import DTYPES, READER_MODELS
     from clerk.memory.views import VIEW_KINDS
+    from clerk.models.device import PRECISIONS
     from clerk.models.spec import KINDS
     from clerk.streams.engines import POLICIES
-    from clerk.models.device import PRECISIONS
     from clerk.train.config import BF16_MODES
 
     def serves_synthetic(name: str) -> bool:
@@ -160,6 +160,10 @@ def _cross_checks(config: dict[str, Any]) -> list[str]:
     if isinstance(forgets, int) and isinstance(sessions, int) and forgets > sessions - 1:
         problems.append(f"config.erasure.forgets: {forgets} is more than config.erasure.sessions - 1 = "
                         f"{sessions - 1} (one forget request per session >= 1)")
+    seeds, reader = config.get("seeds"), get("reader", "seed")
+    if isinstance(seeds, list) and _is_int(reader) and reader in seeds:
+        problems.append(f"config.reader.seed: {reader} is one of config.seeds {seeds} (the one reader is trained on "
+                        "personas of its own seed, so that no experiment seed's policy shares training data with it)")
     budget, init_facts = get("data", "budget"), get("data", "init_facts")
     if _is_int(budget) and _is_int(init_facts) and budget < init_facts:
         problems.append(f"config.data.budget: {budget} is less than config.data.init_facts {init_facts} (session 0 "

@@ -75,32 +75,38 @@ NO_DIGITS_IN = ("Abstract", "Setup", "Results", "Eviction study", "Erasure")
 MODEL_RULES = ("train", "train_reader", "evaluate", "locomo", "learning_curve", "erasure")
 
 
-def stages(seeds: list[str], separate_reader: bool, locomo: bool = False) -> dict[str, dict[str, list[str]]]:
-    """Pipeline stages in paper order: rule -> the wildcard values of its jobs (and benchmark
-    files); the rows of results/benchmarks.csv."""
-    out: dict[str, dict[str, list[str]]] = {
-        "generate": {"seed": seeds, "split": list(SPLITS)},
-        "build_sft": {"seed": seeds},
-        "base_model": {},
-        "train": {"seed": seeds},
+Products = list[dict[str, list[str]]]
+
+
+def stages(seeds: list[str], reader_seed: str | None, locomo: bool = False) -> dict[str, Products]:
+    """Pipeline stages in paper order: rule -> the wildcard products of its jobs (and benchmark
+    files), each a dict of wildcard -> values expanded as a product; the rows of
+    results/benchmarks.csv. ``reader_seed``: the one separate reader's seed (None: no separate
+    reader), whose training split is generated beside the experiment seeds' splits."""
+    out: dict[str, Products] = {
+        "generate": [{"seed": seeds, "split": list(SPLITS)}],
+        "build_sft": [{"seed": seeds}],
+        "base_model": [{}],
+        "train": [{"seed": seeds}],
     }
-    if separate_reader:
-        out |= {"build_sft_reader": {"seed": seeds}, "train_reader": {"seed": seeds}}
+    if reader_seed is not None:
+        out["generate"].append({"seed": [reader_seed], "split": ["train"]})
+        out |= {"build_sft_reader": [{"seed": [reader_seed]}], "train_reader": [{"seed": [reader_seed]}]}
     out |= {
-        "evaluate": {"seed": seeds, "split": list(EVAL_SPLITS)},
-        "read_cost": {"seed": seeds},
-        "streams": {"seed": seeds},
-        "eviction_study": {"seed": seeds},
-        "generate_forget": {"seed": seeds},
-        "erasure": {"seed": seeds},
-        "learning_curve": {},
+        "evaluate": [{"seed": seeds, "split": list(EVAL_SPLITS)}],
+        "read_cost": [{"seed": seeds}],
+        "streams": [{"seed": seeds}],
+        "eviction_study": [{"seed": seeds}],
+        "generate_forget": [{"seed": seeds}],
+        "erasure": [{"seed": seeds}],
+        "learning_curve": [{}],
     }
     if locomo:
-        out["locomo"] = {"seed": seeds}
+        out["locomo"] = [{"seed": seeds}]
     return out
 
 
-def final_targets(seeds: list[str], separate_reader: bool) -> list[str]:
+def final_targets(seeds: list[str], reader_seed: str | None) -> list[str]:
     """Every artifact of the paper: the targets of the workflow's default target (LoCoMo's table
     2 joins them when enabled, workflow/rules/locomo.smk), the manifest last."""
 
@@ -114,8 +120,9 @@ def final_targets(seeds: list[str], separate_reader: bool) -> list[str]:
     targets += each("results/sft/{seed}", seed=seeds)
     targets += each("results/eviction/{seed}.csv", seed=seeds)
     targets += each("results/train/{seed}", seed=seeds)
-    if separate_reader:
-        targets += each("results/{kind}/{seed}", kind=["sft_reader", "train_reader"], seed=seeds)
+    if reader_seed is not None:
+        targets += [f"results/data/{reader_seed}/train.jsonl", f"results/sft_reader/{reader_seed}",
+                    f"results/train_reader/{reader_seed}"]
     targets += each("results/eval/{seed}/{split}/metrics.json", seed=seeds, split=EVAL_SPLITS)
     targets += each("results/readcost/{seed}.csv", seed=seeds)
     targets += each("results/erasure/{seed}/metrics.json", seed=seeds)
@@ -136,6 +143,12 @@ def final_targets(seeds: list[str], separate_reader: bool) -> list[str]:
 def separate_reader(config: dict) -> bool:
     """With ``evaluate.reader_model: reader`` a reader adapter of its own reads every system."""
     return config["evaluate"]["reader_model"] == "reader"
+
+
+def reader_seed(config: dict) -> str | None:
+    """The seed of the one separate reader (``reader.seed``: trained once, on personas of its own
+    seed, for every experiment seed), or None without a separate reader."""
+    return str(config["reader"]["seed"]) if separate_reader(config) else None
 
 
 def _phrasings(config: dict) -> dict[str, str]:

@@ -58,6 +58,9 @@ HOSTILE = [
      "3 is less than config.data.init_facts 4 (session 0 states init_facts facts"),
     ("init-facts-above-predicates", {"data.budget": 40, "data.init_facts": 29}, "data.init_facts",
      "29 is more than the 28 predicates of the built-in"),
+    ("reader-seed-an-experiment-seed", {"reader.seed": 991}, "reader.seed",
+     "991 is one of config.seeds [137, 991, 4242] (the one reader is trained on personas of its own seed"),
+    ("reader-seed-float", {"reader.seed": 31.0}, "reader.seed", "31.0 is a float, not an integer"),
     ("one-training-persona", {"data.train.personas": 1}, "data.train.personas", "1 leaves no persona to validate on"),
     # Names: a folder under resources/models/.
     ("model-name-dotdot", {"model.name": ".."}, "model.name", "(so not '.' or '..')"),

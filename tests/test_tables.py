@@ -340,12 +340,13 @@ def write_world(root: Path) -> dict[str, list[str]]:
         for split in ("test", "test_ood"):
             files["metrics"].append(write_metrics(root, seed, split, all_systems(SEED_ACCS[seed])))
         files["train"].append(write_train(root / "results", seed, [3.0, 2.0, 1.5 + seed / 10000]))
-        files["reader_train"].append(write_train(root / "results", seed, [2.0, 1.0, 0.5, 0.25], "train_reader"))
         stream = make_stream(seed, length=30, num_foundational=4, recalls_per_foundational=2, noise_per_turn=2)
         path = root / "results" / "streams" / f"{seed}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(stream))
         files["streams"].append(str(path))
+    # The one reader, of a seed of its own.
+    files["reader_train"].append(write_train(root / "results", 31, [2.0, 1.0, 0.5, 0.25], "train_reader"))
     return files
 
 
@@ -354,6 +355,7 @@ class TestSetupFacts:
         """Seeds, split sizes, budget, options, training and stream settings are read from the runs' files."""
         facts = setup_facts(**write_world(tmp_path))
         assert facts["reader"]["steps_mean"] == 20 and facts["reader"]["train_loss_mean"] == 0.25
+        assert facts["reader"]["seeds"] == [31]  # the reader's own seed is not an experiment seed
         assert facts["seeds"] == [137, 991] and facts["n_seeds"] == 2 and facts["budget"] == 5
         assert facts["options"] == 10 and facts["chance"] == 0.1 and facts["ci_level"] == 0.95
         assert facts["data"]["train"] == {"personas": 3, "sessions": 3}
@@ -562,7 +564,7 @@ class TestTemplate:
         spec = yaml.safe_load(SPEC.read_text())
         sources = {i["source"] for i in [*spec["numbers"].values(), *spec["foreach"]]}
         # The default target's list (clerk.wiring.final_targets, which common.smk's get_final_output returns).
-        targets = set(wiring.final_targets(["137", "991"], separate_reader=True))
+        targets = set(wiring.final_targets(["137", "991"], reader_seed="31"))
         assert sources <= targets, sorted(sources - targets)
 
 

@@ -65,7 +65,7 @@ class TestDryRuns:
                      "streams", "eviction_study", "learning_curve", "figure", "numbers", "paper",
                      "manifest"):
             assert jobs.get(rule), rule
-        assert jobs["generate"] == 12 and jobs["evaluate"] == 6
+        assert jobs["generate"] == 12 + 1 and jobs["evaluate"] == 6  # 3 seeds x 4 splits, the reader seed's train split
         assert jobs["learning_curve"] == 1  # snapshots of one seed's run
         assert jobs["figure"] == len(wiring.FIGURES)
 
@@ -81,16 +81,20 @@ class TestDryRuns:
         trains = shell_commands(out, "train")
         snaps = {a["seed"]: a["snapshot_steps"] for a in trains if a["sft"].startswith("results/sft/")}
         assert snaps == {int(seed): config["train"]["snapshot_steps"] if seed == seeds[0] else 0 for seed in seeds}
-        # The separate reader: every seed, the reader block's steps, no snapshots.
-        readers = [(a["seed"], a["max_steps"], a["snapshot_steps"]) for a in trains
+        # The separate reader: trained once, on its own seed's personas (none of an experiment seed),
+        # the reader block's steps, no snapshots ...
+        reader_seed = config["reader"]["seed"]
+        assert str(reader_seed) not in seeds
+        readers = [(a["seed"], a["max_steps"], a["snapshot_steps"], a["sft"]) for a in trains
                    if a["sft"].startswith("results/sft_reader/")]
-        assert sorted(readers) == sorted((int(seed), config["reader"]["max_steps"], 0) for seed in seeds)
-        # ... and it reads every evaluation and erasure job, with the configured calibration.
+        assert readers == [(reader_seed, config["reader"]["max_steps"], 0, f"results/sft_reader/{reader_seed}")]
+        (reader_sft,) = [a for a in shell_commands(out, "build-sft") if a["out"].startswith("results/sft_reader/")]
+        assert reader_sft["timelines"] == f"results/data/{reader_seed}/train.jsonl"
+        # ... and it reads every evaluation and erasure job of every seed, with the configured calibration.
         reads = shell_commands(out, "evaluate") + shell_commands(out, "erasure")
         assert len(reads) == 3 * len(seeds)
-        assert {(a["adapter"].split("/")[-1] == a["reader_adapter"].split("/")[-1],
-                 a["reader_adapter"].split("/")[-2], a["reader_model"], a["reader_pmi"]) for a in reads} == {
-            (True, "train_reader", "reader", config["evaluate"]["reader_pmi"])}
+        assert {(a["reader_adapter"], a["reader_model"], a["reader_pmi"]) for a in reads} == {
+            (f"results/train_reader/{reader_seed}", "reader", config["evaluate"]["reader_pmi"])}
         (curve,) = shell_commands(out, "learning-curve")
         assert curve["adapter"] == f"results/train/{seeds[0]}" and curve["sessions"] == config["train"]["curve_sessions"]
 
@@ -233,7 +237,7 @@ class TestSmokeRun:
         table = pd.read_csv(smoke_run / "results/benchmarks.csv").set_index("stage")
         runs = smoke_run / wiring.BENCHMARK_ROOT
         assert not (smoke_run / "benchmarks/runs").exists() and not (smoke_run / "benchmarks/report").exists()
-        stages = wiring.stages(["137", "991"], separate_reader=True, locomo=True)
+        stages = wiring.stages(["137", "991"], reader_seed="31", locomo=True)
         on_disk = {d.name: len(list(d.rglob("*.tsv"))) for d in runs.iterdir() if d.is_dir() and d.name in stages}
         assert {"learning_curve", "locomo"} <= set(on_disk) and set(on_disk) == set(stages)
         assert {stage: int(table.loc[stage, "jobs"]) for stage in on_disk if stage in table.index} == on_disk

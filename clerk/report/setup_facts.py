@@ -147,8 +147,10 @@ def setup_facts(timelines: list[str], metrics: list[str], train: list[str], stre
     _add_evaluate_facts(facts, metrics, seeds)
     if train:
         facts["train"] = _train_facts(train, seeds)
-    if reader_train:
-        facts["reader"] = _train_facts(list(reader_train), seeds)
+    if reader_train:  # the reader's own seed(s), not experiment seeds
+        reader_seeds: set[int] = set()
+        facts["reader"] = _train_facts(list(reader_train), reader_seeds)
+        facts["reader"]["seeds"] = sorted(reader_seeds)
     if streams:
         facts["streams"] = _stream_facts(streams, seeds)
     ordered_seeds = sorted(seeds)

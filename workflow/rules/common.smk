@@ -25,6 +25,7 @@ from clerk.wiring import (
     benchmark_path,
     final_targets,
     log_path,
+    reader_seed,
     stage_config,
     stage_json,
     stages,
@@ -38,11 +39,13 @@ ENV = "../../environment.yml"
 MODEL_DIR = f"resources/models/{config['model']['name']}"
 # The learning curve (validation op-F1 against examples seen) comes from snapshots of one run.
 CURVE_SEED = SEEDS[0]
-# Who reads every system (SPEC §6: one instrument): with `evaluate.reader_model: reader` a reader
-# adapter of its own per seed (rules build_sft_reader, train_reader: ANSWER examples only, the
-# `reader` block's ratio and steps), and the policy's adapter trains on CONSOLIDATE examples only;
-# with `adapter` the two share one adapter trained on the mixture.
-SEPARATE_READER = config["evaluate"]["reader_model"] == "reader"
+# Who reads every system (SPEC §6: one instrument): with `evaluate.reader_model: reader` one reader
+# adapter of its own, trained once on the training personas of its own seed `reader.seed` (none of
+# them in any experiment seed's data) and shared by every seed (rules build_sft_reader,
+# train_reader: ANSWER examples only, the `reader` block's ratio and steps); the policy's adapter
+# trains on CONSOLIDATE examples only. With `adapter` the two share one adapter per seed.
+READER_SEED = reader_seed(config)
+SEPARATE_READER = READER_SEED is not None
 # Model jobs (train, evaluate, locomo) run torch with one thread, on a GPU when one is visible.
 # On a GPU they claim `gpu=1`, so `--resources gpu=1` serialises them. On a CPU-only machine they
 # claim no GPU and instead reserve `--cores` / CPUs cores each, so that at most one runs per CPU
@@ -247,7 +250,7 @@ def get_locomo_config(wildcards, input):
 def reader_inputs(wildcards):
     """The separate reader's adapter for the jobs that read (evaluate, erasure), when configured."""
     return (
-        {"reader_adapter": f"results/train_reader/{wildcards.seed}"}
+        {"reader_adapter": f"results/train_reader/{READER_SEED}"}
         if SEPARATE_READER
         else {}
     )
@@ -269,7 +272,7 @@ def locomo_enabled():
 def get_final_output():
     """Every artifact of the paper: the targets of the default target (clerk.wiring.final_targets;
     LoCoMo's come from get_locomo_output() when enabled)."""
-    return final_targets(SEEDS, SEPARATE_READER)
+    return final_targets(SEEDS, READER_SEED)
 
 
 def get_locomo_inputs(wildcards):

@@ -121,11 +121,7 @@ rule table_setup:
             "results/eval/{seed}/{split}/metrics.json", seed=SEEDS, split=EVAL_SPLITS
         ),
         train=expand("results/train/{seed}", seed=SEEDS),
-        reader=(
-            expand("results/train_reader/{seed}", seed=SEEDS)
-            if SEPARATE_READER
-            else []
-        ),
+        reader=([f"results/train_reader/{READER_SEED}"] if SEPARATE_READER else []),
         streams=expand("results/streams/{seed}.json", seed=SEEDS),
         code=code("report"),
     output:

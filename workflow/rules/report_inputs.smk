@@ -11,7 +11,7 @@ from clerk.wiring import BENCHMARK_ROOT
 
 def pipeline_stages():
     """Pipeline stages in paper order: rule -> wildcard values of its jobs (clerk.wiring.stages)."""
-    return stages(SEEDS, SEPARATE_READER, locomo_enabled())
+    return stages(SEEDS, READER_SEED, locomo_enabled())
 
 
 def get_table_metrics(wildcards):
@@ -23,9 +23,10 @@ def get_table_metrics(wildcards):
 def get_benchmark_inputs(wildcards):
     """The benchmark TSV of every pipeline job (stages whose rule is not defined are skipped)."""
     files = []
-    for stage, values in pipeline_stages().items():
+    for stage, products in pipeline_stages().items():
         if rules.has(stage):
-            files += expand(getattr(rules, stage).benchmark, **values)
+            for values in products:
+                files += expand(getattr(rules, stage).benchmark, **values)
     return files
 
 
