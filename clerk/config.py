@@ -156,6 +156,7 @@ def _cross_checks(config: dict[str, Any]) -> list[str]:
         if stray:
             problems.append(f"config.evaluate.write_only: {stray} not in config.evaluate.systems {systems} "
                             "(a write-only system is one of the evaluated systems)")
+    problems += _teacher_forced_checks(systems, get("evaluate", "teacher_forced"))
     forgets, sessions = get("erasure", "forgets"), get("erasure", "sessions")
     if isinstance(forgets, int) and isinstance(sessions, int) and forgets > sessions - 1:
         problems.append(f"config.erasure.forgets: {forgets} is more than config.erasure.sessions - 1 = "
@@ -174,6 +175,7 @@ def _cross_checks(config: dict[str, Any]) -> list[str]:
                 and questions[0] > questions[1]):
             problems.append(f"config.data.{split}.questions: {questions} has low {questions[0]} above high "
                             f"{questions[1]} (a [low, high] range with 1 <= low <= high <= 3)")
+        problems += _slice_checks(split, get("data", split, "evict_personas"), get("data", split, "evict_adds"))
     personas = get("data", "train", "personas")
     if _is_int(personas) and personas == 1:
         problems.append("config.data.train.personas: 1 leaves no persona to validate on (sft.val_fraction holds out "
@@ -186,6 +188,48 @@ def _cross_checks(config: dict[str, Any]) -> list[str]:
         if isinstance(hidden, int) and isinstance(heads, int) and heads > 0 and hidden % heads:
             problems.append(f"config.model.hidden: {hidden} is not divisible by config.model.heads {heads} "
                             "(attention heads split the hidden size)")
+    return problems
+
+
+def _slice_checks(split: str, personas: Any, adds: Any) -> list[str]:
+    """The eviction-pressure slice of one split: its ADD range is a range, and it has personas to apply to.
+
+    >>> _slice_checks("test", 8, [4, 3])
+    ['config.data.test.evict_adds: [4, 3] has low 4 above high 3 (a [low, high] range with 0 <= low <= high)']
+    >>> _slice_checks("test", 0, [3, 4])  # doctest: +ELLIPSIS
+    ['config.data.test.evict_adds: [3, 4] is set but config.data.test.evict_personas is 0 (...)']
+    """
+    if not (isinstance(adds, list) and len(adds) == 2 and all(map(_is_int, adds))):
+        return []  # absent, or the schema reports it
+    if adds[0] > adds[1]:
+        return [f"config.data.{split}.evict_adds: {adds} has low {adds[0]} above high {adds[1]} "
+                "(a [low, high] range with 0 <= low <= high)"]
+    if personas is None or (_is_int(personas) and personas == 0):  # absent: the default, 0
+        return [f"config.data.{split}.evict_adds: {adds} is set but config.data.{split}.evict_personas is 0 "
+                "(the range applies to slice personas only: set evict_personas >= 1 or drop evict_adds)"]
+    return []
+
+
+def _teacher_forced_checks(systems: Any, forced: Any) -> list[str]:
+    """``evaluate.teacher_forced`` names evaluated systems that generate their programs (model writers).
+
+    >>> _teacher_forced_checks(["clerk", "oracle"], ["clerk", "oracle"])  # doctest: +ELLIPSIS
+    ["config.evaluate.teacher_forced: 'oracle' is not a model writer (allowed: ...)"]
+    """
+    if not (isinstance(systems, list) and isinstance(forced, list)):
+        return []
+    from clerk.memory import MEMORY_REGISTRY
+
+    writers = [name for name in MEMORY_REGISTRY.names()
+               if getattr(MEMORY_REGISTRY.get(name), "writer_kind", None) is not None]
+    problems = []
+    for name in forced:
+        if name not in systems:
+            problems.append(f"config.evaluate.teacher_forced: {name!r} is not in config.evaluate.systems {systems} "
+                            "(only an evaluated system's writes can be scored)")
+        elif name not in writers:
+            problems.append(f"config.evaluate.teacher_forced: {name!r} is not a model writer (allowed: the model "
+                            f"writers {writers}; the others generate no program to re-run from the gold ledger)")
     return problems
 
 

@@ -163,6 +163,10 @@ def _generate(config: dict, size: dict, split: str, forgets: int = 0) -> dict[st
            "init_facts": data["init_facts"], **_phrasings(config)}
     if forgets:
         out["forgets"] = forgets
+    if size.get("evict_personas", 0):  # only when on: with none the object (and the data) stay as before
+        out["evict_personas"] = size["evict_personas"]
+        if "evict_adds" in size:
+            out["evict_adds"] = list(size["evict_adds"])
     return out
 
 
@@ -236,7 +240,7 @@ def stage_config(config: dict, stage: str, **wildcards: str) -> dict[str, Any]:
                 "batch_size": evaluate["batch_size"], "dtype": evaluate["dtype"], **_phrasings(config)}
     if stage == "evaluate":
         return {"systems": list(evaluate["systems"]), "write_only": list(evaluate.get("write_only", [])),
-                **_replay(config)}
+                "teacher_forced": list(evaluate.get("teacher_forced", [])), **_replay(config)}
     if stage == "erasure":
         spec = config["erasure"]
         return {"systems": list(spec["systems"]), "ignore_forget": list(spec["ignore_forget"]), **_replay(config)}

@@ -63,6 +63,19 @@ BAD_CONFIGS = [
     ("train.curve_sessions", -1, "config.train.curve_sessions: -1 is less than the minimum of 0"),
     ("evaluate.constrained", "yes", "config.evaluate.constrained: 'yes' is not of type 'boolean'"),
     ("evaluate.baseline_reader", "base", "config.evaluate: Additional properties are not allowed ('baseline_reader' was unexpected)"),
+    # The eviction-pressure slice and the teacher-forced writers (issue 46).
+    ("data.test.evict_personas", -1, "config.data.test.evict_personas: -1 is less than the minimum of 0"),
+    ("data.test_ood.evict_personas", 2.0, "config.data.test_ood.evict_personas: 2.0 is a float, not an integer (write 2)"),
+    ("data.test.evict_adds", [4, 3], "config.data.test.evict_adds: [4, 3] has low 4 above high 3 "
+                                     "(a [low, high] range with 0 <= low <= high)"),
+    ("data.test.evict_adds", [3], "config.data.test.evict_adds: [3] is too short"),
+    ("data.train.evict_adds", [3, 4], "config.data.train.evict_adds: [3, 4] is set but config.data.train.evict_personas "
+                                      "is 0 (the range applies to slice personas only"),
+    ("evaluate.teacher_forced", ["oracle"], "config.evaluate.teacher_forced: 'oracle' is not a model writer (allowed: "
+                                            "the model writers ['clerk', 'clerk-unconstrained', 'prompted-ledger']"),
+    ("evaluate.teacher_forced", ["clerk-unconstrained"], "config.evaluate.teacher_forced: 'clerk-unconstrained' is not "
+                                                         "in config.evaluate.systems"),
+    ("evaluate.teacher_forced", ["clerkk"], f"config.evaluate.teacher_forced.0: 'clerkk' is not one of {MEMORY}"),
 ]
 
 
@@ -126,6 +139,16 @@ class TestValidateConfig:
         config = validate_config(config)
         assert (config["evaluate"]["constrained"], config["train"]["snapshot_steps"], config["train"]["curve_sessions"]) == (
             True, 0, 40)
+
+    def test_slice_and_teacher_forcing_defaults(self):
+        """Without the keys, no split has an eviction slice and no system is scored teacher-forced."""
+        config = _default()
+        del config["data"]["test"]["evict_personas"], config["evaluate"]["teacher_forced"]
+        config = validate_config(config)
+        from clerk.wiring import stage_config
+
+        assert not {"evict_personas", "evict_adds"} & set(stage_config(config, "generate", split="test"))
+        assert stage_config(config, "evaluate")["teacher_forced"] == []
 
     @pytest.mark.parametrize("field", ["sft.answer_views", "sft.evict_weight", "evaluate.reader_model"])
     def test_required(self, field):

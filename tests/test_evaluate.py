@@ -19,6 +19,7 @@ from clerk.evaluate.schemas import SCHEMAS, validate_record
 from clerk.generator.files import write_timelines
 from clerk.generator.timelines import generate
 from clerk.memory import MEMORY_REGISTRY, EvalConfig, LedgerSystem, Proposal, Registry, Runtime
+from clerk.memory.ledger_system import ModelLedgerSystem
 
 ALL = ["clerk", "oracle", "prompted-ledger", "full", "window", "rag", "add-only", "null"]
 
@@ -57,7 +58,7 @@ def full_run(workdir) -> Path:
     out = workdir / "run_all"
     _cli("evaluate", "--timelines", workdir / "test.jsonl", "--model", workdir / "model", "--adapter",
          workdir / "adapter", "--systems", *ALL, "--out", out, "--max-new-tokens", "24", "--batch-size", "2",
-         "--max-read-tokens", "200", "--quiet")
+         "--max-read-tokens", "200", "--teacher-forced", "clerk", "prompted-ledger", "--quiet")
     return out
 
 
@@ -278,6 +279,156 @@ class TestGarbageWriter:
         assert max(r["n_ops"] for r in ledger_rows) == 300
         assert all(r["n_invalid"] <= r["n_ops"] for r in ledger_rows)
         assert len(preds) == sum(len(s["questions"]) for tl in timelines for s in tl["sessions"])
+
+
+class Drifting(ModelLedgerSystem):
+    """A model writer without a model, as greedy decoding is: its program is a function of its
+    prompt text (the serialized ledger and the session's lines). It writes the gold program for
+    its own ledger (``gold_program``), but for one prompt in eight it drops the last op (a miss,
+    so its ledger drifts) and for three in eight it evicts and re-adds a true fact it keeps (the
+    same facts, other bookkeeping: ``uses``, ``born`` and ``t`` differ from gold). Every prompt it
+    is given is recorded in ``PROMPTS`` as (persona, session, prompt text, ledger)."""
+
+    version = "test"
+    writer_kind = "base"
+    PROMPTS: list[tuple[str, int, str, list]] = []
+
+    def prompt(self, state, session):
+        from clerk.models.loading import chat_prompt
+
+        return chat_prompt(self.rt.tokenizer, self.messages(state, session))
+
+    def program(self, state, tl, session):
+        from clerk.generator.gold import gold_program
+
+        text = self.prompt(state, session)
+        pick = int(hashlib.sha256(text.encode()).hexdigest(), 16) % 8
+        program = gold_program(state, session["events"], tl["name"], session["index"])
+        if pick == 0:
+            return program[:-1]
+        work, _ = L.reduce(state, program, session["index"])
+        kept = [slot for slot in work if not L.is_free(slot) and slot["v"] == 1]
+        if pick <= 3 and kept:
+            slot = kept[len(text) % len(kept)]
+            return program + [{"op": "EVICT", "i": slot["i"]}, {"op": "ADD", "s": slot["s"], "p": slot["p"], "o": slot["o"]}]
+        return program
+
+    def propose(self, states, timelines, sessions):
+        out = []
+        for state, tl, session in zip(states, timelines, sessions):
+            self.PROMPTS.append((tl["name"], session["index"], self.prompt(state, session), state))
+            out.append(Proposal("", self.program(state, tl, session)))
+        return out
+
+
+class TestTeacherForced:
+    def test_model_writers_scored_both_ways(self, full_run):
+        """clerk and prompted-ledger get teacher-forced op scores beside the closed-loop ones; the
+        oracle and the transcript systems get none; a write against the gold ledger is reused, so
+        its teacher-forced scores equal its closed-loop ones."""
+        metrics = json.loads((full_run / "metrics.json").read_text())
+        assert metrics["config"]["teacher_forced"] == ["clerk", "prompted-ledger"]
+        rows = _rows(full_run / "ledgers.jsonl")
+        for name, m in metrics["systems"].items():
+            mine = [r for r in rows if r["system"] == name]
+            if name in ("clerk", "prompted-ledger"):
+                assert set(m["op_teacher_forced"]["by_type"]) == {"ADD", "UPDATE", "TOMBSTONE", "EVICT"}
+                assert m["teacher_forced_writes"] == sum(r["drifted"] for r in mine) > 0
+                assert m["teacher_forced_seconds"] > 0 and m["drift_rate"] == m["teacher_forced_writes"] / len(mine)
+                tf = [(r["op_tf_tp"], r["op_tf_fp"], r["op_tf_fn"]) for r in mine]
+                assert tuple(map(sum, zip(*tf))) == tuple(m["op_teacher_forced"][k] for k in ("tp", "fp", "fn"))
+                for r in mine:
+                    if not r["drifted"]:
+                        assert {k: r[f"op_tf{k[2:]}"] for k in r if k.startswith("op_") and not k.startswith("op_tf")} \
+                            == {k: r[k] for k in r if k.startswith("op_") and not k.startswith("op_tf")}
+            else:
+                assert (m["op_teacher_forced"], m["teacher_forced_writes"], m["teacher_forced_seconds"]) == (None,) * 3
+                assert all(r["op_tf_f1"] is None for r in mine)
+        assert metrics["systems"]["oracle"]["drift_rate"] == 0.0 and metrics["systems"]["full"]["drift_rate"] is None
+
+    def test_reuse_is_exact_and_only_drifted_sessions_are_rewritten(self, workdir):
+        """The closed-loop write is reused exactly where its prompt text is the teacher-forced one;
+        every other session is written again from the gold ledger, and the scores equal those of
+        writing every session from the gold ledger."""
+        from clerk.metrics import micro_op_scores, op_scores, state_f1
+
+        local = Registry()
+        local.register("drifting")(Drifting)
+        timelines = generate(13, "test", personas=6, sessions=6, budget=5, evict_personas=2)
+        rt = Runtime(EvalConfig(reader="rule", batch_size=4, teacher_forced=("drifting",)),
+                     model_dir=str(workdir / "model"))
+        Drifting.PROMPTS.clear()
+        _, rows, summary = evaluate(timelines, ["drifting"], rt, registry=local, progress=False)
+        writer = Drifting(rt)
+        seen: dict[tuple, list[str]] = {}
+        for persona, index, text, _ in Drifting.PROMPTS:
+            seen.setdefault((persona, index), []).append(text)
+        states: dict[tuple, list] = {}  # the closed-loop ledgers: each session's first write
+        for persona, index, _, state in Drifting.PROMPTS:
+            states.setdefault((persona, index), state)
+        forced, same_facts_other_ledger = [], 0
+        by_name = {tl["name"]: tl for tl in timelines}
+        for row in rows:
+            tl = by_name[row["persona"]]
+            session = tl["sessions"][row["session"]]
+            gold_prompt = writer.prompt(session["ledger_before"], session)
+            prompts = seen[(row["persona"], row["session"])]
+            if row["drifted"]:  # the closed-loop prompt differs; one extra write, from the gold ledger
+                assert len(prompts) == 2 and prompts[0] != gold_prompt and prompts[1] == gold_prompt
+            else:  # reused: the closed-loop prompt is the teacher-forced prompt, byte for byte
+                assert prompts == [gold_prompt]
+            program = writer.program(session["ledger_before"], tl, session)
+            forced.append(op_scores(session["ledger_before"], program, session["gold_ops"], session["index"]))
+            own = states[(row["persona"], row["session"])]
+            same_facts_other_ledger += own != session["ledger_before"] and state_f1(own, session["ledger_before"]) == 1
+        m = summary["drifting"]
+        # The data holds both cases, and ledgers with the gold facts but other bookkeeping (a reuse
+        # keyed on facts alone would reuse a prompt that is not the teacher-forced one).
+        assert 0 < m["teacher_forced_writes"] < len(rows) and same_facts_other_ledger > 0
+        assert len(Drifting.PROMPTS) == len(rows) + m["teacher_forced_writes"]
+        assert m["op_teacher_forced"] == micro_op_scores(forced)
+        assert m["op_teacher_forced"]["f1"] > m["op"]["f1"]  # drift costs the closed loop; forcing removes it
+
+    @pytest.mark.parametrize("extra, message", [
+        (["--systems", "oracle", "--teacher-forced", "oracle"],
+         "--teacher-forced: 'oracle' is not a model writer (allowed: the model writers of --systems, []"),
+        (["--systems", "oracle", "--teacher-forced", "clerk"], "--teacher-forced: 'clerk' is not one of --systems ['oracle']"),
+    ])
+    def test_names_model_writers_of_the_run(self, workdir, tmp_path, capsys, extra, message):
+        """--teacher-forced takes model writers of --systems only, before any model loads."""
+        with pytest.raises(SystemExit) as err:
+            _cli("evaluate", "--timelines", workdir / "test.jsonl", "--model", workdir / "model", "--reader", "rule",
+                 "--out", tmp_path / "o", *extra)
+        assert err.value.code == 2
+        assert message in capsys.readouterr().err
+        assert not (tmp_path / "o").exists()
+
+
+class TestEvictionSlice:
+    def test_slice_personas_are_written_not_read(self, workdir, tmp_path):
+        """Slice personas (no questions) are consolidated and scored for their edits, never read:
+        every answer of the regular personas is the one a run without the slice gives, and the
+        slice's EVICT ops count in the op scores."""
+        plain = generate(5, "test", personas=2, sessions=3, budget=6)
+        sliced = generate(5, "test", personas=2, sessions=3, budget=6, evict_personas=2)
+        assert sliced[:2] == plain and all(not s["questions"] for tl in sliced[2:] for s in tl["sessions"])
+        runs = {}
+        for name, timelines in (("plain", plain), ("sliced", sliced)):
+            write_timelines(tmp_path / f"{name}.jsonl", timelines)
+            _cli("evaluate", "--timelines", tmp_path / f"{name}.jsonl", "--model", workdir / "model", "--adapter",
+                 workdir / "adapter", "--systems", "oracle", "full", "rag", "--out", tmp_path / name,
+                 "--max-read-tokens", "200", "--quiet")
+            runs[name] = json.loads((tmp_path / name / "metrics.json").read_text())
+        assert _rows(tmp_path / "sliced" / "predictions.jsonl") == _rows(tmp_path / "plain" / "predictions.jsonl")
+        assert (runs["plain"]["input"]["n_slice_personas"], runs["sliced"]["input"]["n_slice_personas"]) == (0, 2)
+        for name in ("oracle", "full", "rag"):
+            a, b = runs["plain"]["systems"][name], runs["sliced"]["systems"][name]
+            assert {k: a[k] for k in ("accuracy", "accuracy_by_type", "n_questions", "read_tokens_mean")} \
+                == {k: b[k] for k in ("accuracy", "accuracy_by_type", "n_questions", "read_tokens_mean")}
+        evicts = sum(op["op"] == "EVICT" for tl in sliced[2:] for s in tl["sessions"] for op in s["gold_ops"])
+        oracle = {k: runs[k]["systems"]["oracle"]["op"]["by_type"]["EVICT"]["tp"] for k in runs}
+        assert evicts > 0 and oracle["sliced"] == oracle["plain"] + evicts
+        assert {r["persona"] for r in _rows(tmp_path / "sliced" / "ledgers.jsonl")} == {tl["name"] for tl in sliced}
 
 
 class TestRuleReader:

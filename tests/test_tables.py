@@ -37,7 +37,7 @@ from clerk.report.figures import (
 )
 from clerk.report.paper import render_paper, template_literal_digits
 from clerk.report.read_cost import read_cost_table
-from clerk.report.setup_facts import setup_facts
+from clerk.report.setup_facts import setup_facts, setup_markdown
 from clerk.report.systems import system_rows, systems_markdown, systems_tables
 from clerk.report.tabular import mean_pm, write_csv
 from clerk.streams.engines import POLICIES
@@ -64,8 +64,9 @@ def _op(f1: float) -> dict:
 
 
 def system_record(acc: float, is_ledger: bool = True, reader: str = "adapter",
-                  negated: float | None = 0.5) -> dict:
-    """A ``metrics.system`` record with accuracy ``acc``; per-type values derived from it."""
+                  negated: float | None = 0.5, forced: bool = False) -> dict:
+    """A ``metrics.system`` record with accuracy ``acc``; per-type values derived from it; with
+    ``forced`` (a model writer) teacher-forced op scores too."""
     by_type = {"unknown": acc, "current": acc / 2, "superseded": acc / 4, "negated": negated,
                "temporal": 0.0}
     rec = {
@@ -79,6 +80,9 @@ def system_record(acc: float, is_ledger: bool = True, reader: str = "adapter",
         "state_exact_rate": acc / 2 if is_ledger else None,
         "invalid_op_rate": 0.1 if is_ledger else None, "parse_failure_rate": 0.0 if is_ledger else None,
         "n_ops": 10 if is_ledger else None,
+        "drift_rate": (0.25 if forced else 0.0) if is_ledger else None,
+        "op_teacher_forced": _op(min(1.0, acc + 0.2)) if forced else None,
+        "teacher_forced_writes": 2 if forced else None, "teacher_forced_seconds": 0.5 if forced else None,
     }
     validate_record("metrics.system", rec)
     return rec
@@ -87,10 +91,10 @@ def system_record(acc: float, is_ledger: bool = True, reader: str = "adapter",
 def metrics_record(seed: int, split: str, accs: dict[str, float], negated: float | None = 0.5) -> dict:
     """A metrics.json record of one seed and split for systems name -> accuracy."""
     systems = {name: system_record(acc, name in LEDGER, "adapter" if name in ("clerk", "oracle") else "base",
-                                   negated) for name, acc in accs.items()}
+                                   negated, forced=name in ("clerk", "prompted-ledger")) for name, acc in accs.items()}
     rec = {"schema": "clerk.evaluate.metrics/1",
-           "input": {"path": f"results/data/{seed}/{split}.jsonl", "sha256": "0" * 64, "n_personas": 4,
-                     "splits": [split], "seeds": [seed]},
+           "input": {"path": f"results/data/{seed}/{split}.jsonl", "sha256": "0" * 64, "n_personas": 5,
+                     "n_slice_personas": 1, "splits": [split], "seeds": [seed]},
            "config": {"systems": list(accs), "model": "resources/models/tiny", "adapter": f"results/train/{seed}",
                       "window_k": 2, "rag_k": 4, "max_new_tokens": 48, "batch_size": 8, "reader": "mc",
                       "reader_model": "base", "reader_pmi": 0.25, "max_read_tokens": -1, "add_only_budget": -1},
@@ -184,6 +188,28 @@ class TestSystemRows:
         assert clerk["accuracy"] == 0.5 and clerk["accuracy_current"] == 0.25 and clerk["op_f1"] == 0.5
         assert clerk["op_update_f1"] == 0.25 and clerk["state_f1"] == 0.5 and clerk["n_questions"] == 20.0
         assert full["reader"] == "mc:base" and math.isnan(full["op_f1"]) and math.isnan(full["state_f1"])
+        assert clerk["n_personas"] == 4.0 and clerk["n_slice_personas"] == 1.0  # the slice is not asked
+
+    def test_teacher_forced_and_gold_evict_columns(self):
+        """Model writers get teacher-forced op columns (overall and per kind) beside the closed-loop
+        ones; every ledger system gets the gold EVICT count (tp + fn of EVICT) and its drift rate;
+        the others get NaN."""
+        rec = metrics_record(137, "test", {"clerk": 0.5, "oracle": 1.0, "full": 0.25})
+        clerk, oracle, full = system_rows(rec)
+        assert clerk["op_tf_f1"] == 0.7 and clerk["op_f1"] == 0.5 and clerk["op_tf_update_f1"] == 0.35
+        assert clerk["op_tf_evict_f1"] == pytest.approx(0.7 / 4) and clerk["drift_rate"] == 0.25
+        assert clerk["tf_wall_seconds"] == 0.5 and clerk["n_gold_evict"] == oracle["n_gold_evict"] == 4.0
+        assert math.isnan(oracle["op_tf_f1"]) and oracle["drift_rate"] == 0.0
+        assert all(math.isnan(full[c]) for c in ("op_tf_f1", "n_gold_evict", "drift_rate", "tf_wall_seconds"))
+
+    def test_metrics_written_before_teacher_forcing_still_read(self):
+        """A metrics.json without the issue-46 keys (the shipped run's) gives NaN in the new columns."""
+        rec = metrics_record(137, "test", {"clerk": 0.5})
+        for key in ("drift_rate", "op_teacher_forced", "teacher_forced_writes", "teacher_forced_seconds"):
+            del rec["systems"]["clerk"][key]
+        del rec["input"]["n_slice_personas"]
+        (clerk,) = system_rows(rec)
+        assert clerk["op_f1"] == 0.5 and math.isnan(clerk["op_tf_f1"]) and clerk["n_personas"] == 5.0
 
     def test_file_with_two_seeds_is_rejected(self):
         """A metrics file that mixes seeds cannot be one per-seed value: the error names the file."""
@@ -262,6 +288,37 @@ class TestTableSystemsCli:
         seeds = pd.read_csv(tmp_path / "one" / "table3_seeds.csv")
         assert len(seeds) == 3 * len(SYSTEMS) and set(seeds["split"]) == {"test_ood"}
 
+    def test_cost_table_adds_teacher_forced_columns_and_the_gold_evict_counts(self, tmp_path):
+        """The write-quality table keeps its columns, the teacher-forced ones follow the closed-loop
+        ones, and a line names each seed's gold EVICT count (varied here per seed) and the slice."""
+        paths = []
+        for k, (seed, acc) in enumerate(SEED_ACCS.items()):
+            rec = metrics_record(seed, "test", all_systems(acc))
+            for m in rec["systems"].values():
+                if m["op"] is not None:
+                    m["op"]["by_type"]["EVICT"]["fn"] = 100 + k  # gold EVICT ops = tp 3 + fn
+            path = tmp_path / str(seed) / "metrics.json"
+            path.parent.mkdir(parents=True)
+            path.write_text(json.dumps(rec))
+            paths.append(str(path))
+        main(["table-systems", "--metrics", *paths, "--out", str(tmp_path / "table1.csv"),
+              "--markdown", str(tmp_path / "table1.md"), "--markdown-cost", str(tmp_path / "table1_cost.md")])
+        md = (tmp_path / "table1_cost.md").read_text()
+        assert md.splitlines()[0] == (
+            "| system | op-F1 | ADD | UPDATE | TOMBSTONE | EVICT | TF op-F1 | TF ADD | TF UPDATE | TF TOMBSTONE | "
+            "TF EVICT | state-F1 | invalid ops | parse failures | read tok./question | write tok./session | wall s |")
+        clerk = next(line for line in md.splitlines() if line.startswith("| clerk |")).split(" | ")
+        oracle = next(line for line in md.splitlines() if line.startswith("| oracle |")).split(" | ")
+        assert clerk[6] != "n/a" and oracle[6:11] == ["n/a"] * 5  # teacher-forced: model writers only
+        assert md.endswith("Gold EVICT ops that EVICT F1 and TF EVICT are measured on, per seed: test: 103 (seed 137), "
+                           "104 (seed 991), 105 (seed 4242), with an eviction-pressure slice of 1 persona a seed (no "
+                           "questions: their edits count in the op and state columns, not in accuracy).\n")
+        answers = (tmp_path / "table1.md").read_text()
+        assert "Gold EVICT" not in answers and "TF" not in answers  # the answer table is unchanged
+        agg = pd.read_csv(tmp_path / "table1.csv")
+        clerk_row = agg[agg["system"] == "clerk"].iloc[0]
+        assert clerk_row["n_gold_evict_mean"] == 104 and clerk_row["n_personas_mean"] == 4
+
     def test_no_files_is_a_user_error(self, tmp_path, capsys):
         """A metrics path that does not exist exits with status 2 and names it."""
         with pytest.raises(SystemExit) as err:
@@ -335,7 +392,8 @@ def write_world(root: Path) -> dict[str, list[str]]:
             path = root / "results" / "data" / str(seed) / f"{split}.jsonl"
             gen_split = "test" if split == "long" else split
             sessions = 6 if split == "long" else 3
-            write_timelines(path, generate(seed, gen_split, personas=size, sessions=sessions, budget=5, n_init=2))
+            write_timelines(path, generate(seed, gen_split, personas=size, sessions=sessions, budget=5, n_init=2,
+                                           evict_personas=1 if split == "test" else 0))
             files["timelines"].append(str(path))
         for split in ("test", "test_ood"):
             files["metrics"].append(write_metrics(root, seed, split, all_systems(SEED_ACCS[seed])))
@@ -358,8 +416,12 @@ class TestSetupFacts:
         assert facts["reader"]["seeds"] == [31]  # the reader's own seed is not an experiment seed
         assert facts["seeds"] == [137, 991] and facts["n_seeds"] == 2 and facts["budget"] == 5
         assert facts["options"] == 10 and facts["chance"] == 0.1 and facts["ci_level"] == 0.95
-        assert facts["data"]["train"] == {"personas": 3, "sessions": 3}
-        assert facts["data"]["long"] == {"personas": 1, "sessions": 6}
+        assert facts["data"]["train"] == {"personas": 3, "evict_personas": 0, "sessions": 3}
+        assert facts["data"]["long"] == {"personas": 1, "evict_personas": 0, "sessions": 6}
+        # The eviction-pressure slice is counted apart from the personas that are asked questions.
+        assert (facts["data"]["test"]["personas"], facts["data"]["test"]["evict_personas"]) == (2, 1)
+        assert "| test: personas × sessions | 2 × 3 |\n| test: eviction-pressure personas (no questions) | 1 |" \
+            in setup_markdown(facts)
         assert facts["data"]["test"]["questions_per_seed_mean"] == 20
         assert facts["train"]["lora_r"] == 8 and facts["train"]["steps_mean"] == 15
         assert facts["train"]["train_loss_mean"] == pytest.approx(1.5 + (137 + 991) / 20000)

@@ -171,6 +171,31 @@ class TestStageConfigs:
         assert (ROOT / config["locomo"]["path"]).is_file()
         assert config["locomo"]["path"].startswith("tests/fixtures/locomo/")
 
+    def test_eviction_slice_reaches_generate(self, tmp_path):
+        """data.<split>.evict_personas (and evict_adds) reach `clerk generate` through the split's
+        object; a split without a slice gets the object (and so the file) it had before."""
+        config = load_and_validate(ROOT / "config/config.yaml")
+        assert wiring.stage_config(config, "generate", split="test")["evict_personas"] == 8
+        assert not {"evict_personas", "evict_adds"} & set(wiring.stage_config(config, "generate", split="train"))
+        config["data"]["test"] |= {"personas": 2, "sessions": 3, "evict_personas": 2, "evict_adds": [5, 5]}
+        cfg = wiring.stage_config(config, "generate", split="test")
+        assert (cfg["evict_personas"], cfg["evict_adds"]) == (2, [5, 5])
+        main(["generate", "--seed", "1", "--config", json.dumps(cfg), "--out", str(tmp_path / "t.jsonl")])
+        personas = [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
+        assert [p.get("slice") for p in personas] == [None, None, "evict", "evict"]
+        adds = {sum(e["kind"] == "ADD" for e in s["events"]) for p in personas[2:] for s in p["sessions"][1:]}
+        assert adds == {5}
+
+    def test_teacher_forced_reaches_evaluate(self):
+        """evaluate.teacher_forced becomes the EvaluateConfig's knob (and nothing else's)."""
+        from clerk.evaluate.config import EvaluateConfig
+
+        config = load_and_validate(ROOT / "config/config.yaml", ROOT / "config/smoke.yaml")
+        cfg = wiring.stage_json(config, "evaluate")
+        args = resolve(["evaluate", "--timelines", "t", "--model", "m", "--out", "o", "--config", cfg])
+        assert EvaluateConfig.from_values(vars(args)).eval.teacher_forced == ("clerk", "prompted-ledger")
+        assert "teacher_forced" not in wiring.stage_config(config, "erasure")
+
     def test_figures_have_captions(self):
         """The figure rule's caption file has a branch for every figure name."""
         text = (ROOT / "workflow/report/figure.rst").read_text()

@@ -4,6 +4,7 @@ and the read-cost probe (``clerk read-cost``).
 Modules: :mod:`~clerk.evaluate.runner` (replay timelines through memory systems, write the three
 result files) · :mod:`~clerk.evaluate.schemas` (record formats, validated on write) ·
 :mod:`~clerk.evaluate.summary` (per-write and per-system metrics) ·
+:mod:`~clerk.evaluate.teacher` (teacher-forced op scores of the model writers) ·
 :mod:`~clerk.evaluate.read_cost` (read tokens per view, tokenizer only) ·
 :mod:`~clerk.evaluate.erasure` (the erasure study, ``clerk erasure``) ·
 :mod:`~clerk.evaluate.cli` (the verbs).

@@ -76,6 +76,9 @@ def add_run_args(p: Any, systems_help: str = "memory systems (registry keys)") -
                    help="hold model writers to the program grammar of their ledger (llguidance; default: on)")
     p.add_argument("--write-only", dest="write_only", nargs="*", default=[], metavar="NAME",
                    help="systems (of --systems) whose writes are scored but whose memory is not read (default: none)")
+    p.add_argument("--teacher-forced", dest="teacher_forced", nargs="*", default=[], metavar="NAME",
+                   help="model writers (of --systems) whose programs are also scored teacher-forced, each session "
+                   "written from the gold ledger before it; clerk evaluate only (default: none)")
     p.add_argument("--phrasings", metavar="FILE", default=None,
                    help="phrasings catalogue whose predicate keys constrained writers may ADD (default: built-in)")
     p.add_argument("--dtype", choices=DTYPES, default=d.dtype,

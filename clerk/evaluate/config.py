@@ -76,8 +76,9 @@ class EvaluateConfig:
         are ignored (e.g. ``func``, ``verb``)."""
         own = {f.name for f in dataclasses.fields(cls)} - {"eval"}
         knobs = {k: v for k, v in values.items() if k in _EVAL_FIELDS}
-        if "write_only" in knobs:
-            knobs["write_only"] = tuple(knobs["write_only"])
+        for name in ("write_only", "teacher_forced"):
+            if name in knobs:
+                knobs[name] = tuple(knobs[name])
         return cls(**{k: v for k, v in values.items() if k in own}, eval=EvalConfig(**knobs))
 
     def record(self) -> dict[str, Any]:

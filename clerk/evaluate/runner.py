@@ -3,7 +3,10 @@
 Every persona's sessions are replayed in order for every memory system (registry keys from
 ``clerk.memory``). At each session index, for each system: the session's questions are answered
 from memory as it stands *before* the session (session 0 has none), then the session is
-consolidated, batched across personas. Three files are written to ``--out``:
+consolidated, batched across personas. A session without questions (every session of the
+eviction-pressure slice, SPEC §2.6) is only consolidated. The model writers named by
+``--teacher-forced`` are also scored teacher-forced, every session written from the gold ledger
+before it (:mod:`clerk.evaluate.teacher`). Three files are written to ``--out``:
 
 * ``predictions.jsonl``: one row per question x system (:data:`~clerk.evaluate.schemas.SCHEMAS`
   ``"predictions"``);
@@ -30,7 +33,8 @@ from clerk.atomic import start_outputs, write_text
 from clerk.errors import UserError
 from clerk.evaluate.config import EvaluateConfig
 from clerk.evaluate.schemas import METRICS_SCHEMA_ID, validate_record, write_jsonl
-from clerk.evaluate.summary import is_stale_error, ledger_row, summarize
+from clerk.evaluate.summary import is_stale_error, ledger_row, set_teacher_forced, summarize
+from clerk.evaluate.teacher import is_model_writer, teacher_forced
 from clerk.inputs import check_run_dirs
 from clerk.memory import MEMORY_REGISTRY, MemorySystem, Registry, Runtime
 
@@ -52,6 +56,13 @@ def make_systems(names: list[str], runtime: Runtime, registry: Registry = MEMORY
             out[name] = registry.get(name)(runtime)
         except KeyError as err:
             raise UserError(f"--systems: {err.args[0]}") from None
+    for name in runtime.config.teacher_forced:
+        if name not in out:
+            raise UserError(f"--teacher-forced: {name!r} is not one of --systems {list(out)}")
+        if not is_model_writer(out[name]):
+            writers = [n for n, s in out.items() if is_model_writer(s)]
+            raise UserError(f"--teacher-forced: {name!r} is not a model writer (allowed: the model writers of "
+                            f"--systems, {writers}; the others generate no program to re-run from the gold ledger)")
     for name, system in out.items():
         if runtime.config.reader == "rule" and not system.is_ledger:
             raise UserError(f"--reader rule needs a ledger system, got {name!r} (use --reader mc)")
@@ -97,6 +108,7 @@ def replay(
     wrote: Callable[..., None] | None = None,
     progress: bool = True,
     prepare: Callable[..., Any] | None = None,
+    after_write: Callable[..., None] | None = None,
 ) -> dict[str, float]:
     """Drive every system through every persona's sessions in order; returns wall seconds per system.
 
@@ -111,6 +123,9 @@ def replay(
         prepare: ``prepare(name, system, timeline, session, state) -> state`` before each
             persona-session's questions, with or without questions (the erasure study delivers
             forget requests here, :mod:`clerk.evaluate.erasure`).
+        after_write: ``after_write(name, system, timelines, sessions, states_before, results)`` once
+            per session index and system, after its batch of writes (and their ``wrote`` calls),
+            outside the system's timed seconds (teacher-forced writes, :mod:`clerk.evaluate.teacher`).
 
     Returns:
         Wall seconds spent per system (reading + writing).
@@ -136,13 +151,16 @@ def replay(
                 views = [system.view(states[name][j], tl, session, q) for q in questions]
                 answer(name, system, tl, session, states[name][j], views)
             before = [states[name][j] for j in active]
-            results = system.write(before, [timelines[j] for j in active], [timelines[j]["sessions"][index] for j in active])
+            batch, sessions = [timelines[j] for j in active], [timelines[j]["sessions"][index] for j in active]
+            results = system.write(before, batch, sessions)
             assert len(results) == len(active)
             for j, state, result in zip(active, before, results):
                 if wrote is not None:
                     wrote(name, system, timelines[j], timelines[j]["sessions"][index], state, result)
                 states[name][j] = result.state
             seconds[name] += time.perf_counter() - start
+            if after_write is not None:
+                after_write(name, system, batch, sessions, before, results)
     return seconds
 
 
@@ -216,12 +234,24 @@ def evaluate(
         else:
             write_tokens[name].append(result.write_tokens)
 
+    def forced(name, system, batch, sessions, before, results):
+        if name not in cfg.teacher_forced:
+            return
+        scored = teacher_forced(system, batch, sessions, before, results)
+        tf_seconds[name] += scored.seconds
+        for row, tl, session, scores in zip(ledger_rows[-len(results):], batch, sessions, scored.scores):
+            assert (row["system"], row["persona"], row["session"]) == (name, tl["name"], session["index"])
+            set_teacher_forced(row, scores)
+
     write_tokens: dict[str, list[int]] = {name: [] for name in systems}
-    seconds = replay(timelines, systems, answer, wrote, progress)
-    summary = {name: summarize(name, system, predictions, ledger_rows, write_tokens[name], seconds[name], cfg)
+    tf_seconds = {name: 0.0 for name in systems}
+    seconds = replay(timelines, systems, answer, wrote, progress, after_write=forced)
+    summary = {name: summarize(name, system, predictions, ledger_rows, write_tokens[name], seconds[name], cfg,
+                               tf_seconds[name])
                for name, system in systems.items()}
     for row in ledger_rows:
         row.pop("_scores")
+        row.pop("_tf_scores")
     return predictions, ledger_rows, summary
 
 
@@ -281,6 +311,8 @@ def run_evaluate(cfg: EvaluateConfig, registry: Registry = MEMORY_REGISTRY) -> N
     metrics = {
         "schema": METRICS_SCHEMA_ID,
         "input": {"path": str(cfg.timelines), "sha256": sha256_file(cfg.timelines), "n_personas": len(timelines),
+                  # personas of a slice (the eviction-pressure slice: no questions, scored for edits only)
+                  "n_slice_personas": sum(1 for tl in timelines if tl.get("slice")),
                   "splits": sorted({tl["split"] for tl in timelines}), "seeds": sorted({tl["seed"] for tl in timelines})},
         "config": cfg.record(),
         "versions": {"clerk": __version__, **{name: summary[name]["version"] for name in systems}},

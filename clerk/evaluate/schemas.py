@@ -21,11 +21,12 @@ _N = type(None)
 OP_FIELDS = ("tp", "fp", "fn", "precision", "recall", "f1")
 
 
-def _op_columns() -> dict[str, tuple]:
+def _op_columns(prefix: str = "op", nullable: bool = False) -> dict[str, tuple]:
     cols: dict[str, tuple] = {}
-    for prefix in ["op"] + [f"op_{kind}" for kind in OP_KINDS]:
+    null = (_N,) if nullable else ()
+    for head in [prefix] + [f"{prefix}_{kind}" for kind in OP_KINDS]:
         for name in OP_FIELDS:
-            cols[f"{prefix}_{name}"] = (int,) if name in ("tp", "fp", "fn") else (float,)
+            cols[f"{head}_{name}"] = ((int,) if name in ("tp", "fp", "fn") else (float,)) + null
     return cols
 
 
@@ -62,10 +63,14 @@ SCHEMAS: dict[str, dict[str, tuple]] = {
         "state_f1": (float,),  # (s,p,o,v) F1 of the ledger after the write vs gold ledger_after
         "state_exact": (bool,),  # the ledger equals gold ledger_after exactly (all fields)
         **_op_columns(),  # op_{tp..f1} overall and op_<KIND>_{tp..f1} per op type
+        "drifted": (bool,),  # the system's ledger before the write differed from gold ledger_before
+        # teacher-forced (the session written from gold ledger_before; clerk.evaluate.teacher):
+        # op_tf_{tp..f1} and op_tf_<KIND>_{tp..f1}, null for a system not scored so
+        **_op_columns("op_tf", nullable=True),
     },
     "metrics": {
         "schema": (str,),
-        "input": (dict,),  # {"path", "sha256", "n_personas", "splits", "seeds"}
+        "input": (dict,),  # {"path", "sha256", "n_personas", "n_slice_personas", "splits", "seeds"}
         "config": (dict,),  # the CLI config (systems, model, adapter, EvalConfig fields)
         "versions": (dict,),  # system name -> version, plus "clerk"
         "systems": (dict,),  # system name -> "metrics.system" record
@@ -94,6 +99,11 @@ SCHEMAS: dict[str, dict[str, tuple]] = {
         "invalid_op_rate": (float, _N),
         "parse_failure_rate": (float, _N),
         "n_ops": (int, _N),
+        "drift_rate": (float, _N),  # share of writes made against a ledger that differed from gold
+        # model writers scored teacher-forced only (EvalConfig.teacher_forced; None otherwise):
+        "op_teacher_forced": (dict, _N),  # micro op scores, every session written from gold ledger_before
+        "teacher_forced_writes": (int, _N),  # extra writes run (drifted sessions); the others reused
+        "teacher_forced_seconds": (float, _N),  # wall seconds of those extra writes (not in wall_seconds)
     },
 }
 

@@ -6,7 +6,10 @@ question a value of the retracted fact. ``stale_error_rate`` is over superseded 
 §6); ``stale_error_rate_negated`` over negated ones. *Invalid-op rate* = invalid ops / predicted ops; *parse-failure rate* =
 writes whose text held no JSON list / writes. *Read tokens* = tokens of the view text under the
 reader's tokenizer (the answer prompt's frame and question are the same for every system and
-not counted). *Write tokens* = generated tokens per session (0 for non-model writers).
+not counted). *Write tokens* = generated tokens per session (0 for non-model writers). *Drift
+rate* = writes whose own ledger before the session differed from the gold one / writes;
+*teacher-forced* op scores = the same scores with every session written from the gold ledger
+(:mod:`clerk.evaluate.teacher`).
 
     python -c "import doctest, clerk.evaluate.summary as m; print(doctest.testmod(m))"
 """
@@ -17,6 +20,7 @@ import math
 from typing import Any
 
 from clerk.evaluate.schemas import OP_FIELDS, QUESTION_TYPES
+from clerk.evaluate.teacher import drifted
 from clerk.ledger import OP_KINDS
 from clerk.memory import EvalConfig, MemorySystem
 from clerk.metrics import micro_op_scores, op_scores, state_f1
@@ -43,7 +47,8 @@ def is_stale_error(timeline: dict, index: int, question: dict, chosen: int) -> b
 
 def ledger_row(name: str, tl: dict, session: dict, before: list, result: Any) -> dict:
     """The ``ledgers`` record of one write; the predicted program resolves on the system's own
-    ledger, the gold one on the gold ledger (ops compare as facts)."""
+    ledger, the gold one on the gold ledger (ops compare as facts). The teacher-forced columns
+    are null until :func:`set_teacher_forced` fills them."""
     scores = op_scores(before, result.program, session["gold_ops"], session["index"],
                        gold_ledger_before=session["ledger_before"])
     row = {
@@ -52,19 +57,38 @@ def ledger_row(name: str, tl: dict, session: dict, before: list, result: Any) ->
         "write_tokens": int(result.write_tokens), "seconds": float(result.seconds),
         "state_f1": float(state_f1(result.state, session["ledger_after"])),
         "state_exact": result.state == session["ledger_after"],
+        "drifted": drifted(before, session),
+        **op_columns("op", scores), **op_columns("op_tf", None),
     }
-    for key in OP_FIELDS:
-        row[f"op_{key}"] = scores[key]
-    for kind in OP_KINDS:
-        for key in OP_FIELDS:
-            row[f"op_{kind}_{key}"] = scores["by_type"][kind][key]
     row["_scores"] = scores  # kept in memory for micro-averaging; dropped before writing
+    row["_tf_scores"] = None
     return row
 
 
+def op_columns(prefix: str, scores: dict | None) -> dict:
+    """The flat op-score columns of a ``ledgers`` record: ``<prefix>_{tp..f1}`` overall and
+    ``<prefix>_<KIND>_{tp..f1}`` per op kind; all null for no scores.
+
+    >>> cols = op_columns("op_tf", None); len(cols), cols["op_tf_EVICT_f1"]
+    (30, None)
+    """
+    out = {f"{prefix}_{key}": None if scores is None else scores[key] for key in OP_FIELDS}
+    for kind in OP_KINDS:
+        for key in OP_FIELDS:
+            out[f"{prefix}_{kind}_{key}"] = None if scores is None else scores["by_type"][kind][key]
+    return out
+
+
+def set_teacher_forced(row: dict, scores: dict) -> None:
+    """Fill a ``ledgers`` record's teacher-forced columns (:mod:`clerk.evaluate.teacher`)."""
+    row.update(op_columns("op_tf", scores))
+    row["_tf_scores"] = scores
+
+
 def summarize(name: str, system: MemorySystem, predictions: list[dict], ledger_rows: list[dict],
-               write_tokens: list[int], seconds: float, cfg: EvalConfig) -> dict:
-    """The ``metrics.system`` record of one system."""
+               write_tokens: list[int], seconds: float, cfg: EvalConfig, tf_seconds: float = 0.0) -> dict:
+    """The ``metrics.system`` record of one system; ``tf_seconds``: its teacher-forced extra writes'
+    wall seconds (not part of ``wall_seconds``)."""
     rows = [r for r in predictions if r["system"] == name]
     writes = [r for r in ledger_rows if r["system"] == name]
     types = list(QUESTION_TYPES) + sorted({r["type"] for r in rows} - set(QUESTION_TYPES))
@@ -88,6 +112,7 @@ def summarize(name: str, system: MemorySystem, predictions: list[dict], ledger_r
         "wall_seconds": float(seconds),
         "op": None, "state_f1_mean": None, "state_exact_rate": None, "invalid_op_rate": None,
         "parse_failure_rate": None, "n_ops": None,
+        "drift_rate": None, "op_teacher_forced": None, "teacher_forced_writes": None, "teacher_forced_seconds": None,
     }
     if system.is_ledger:
         n_ops = sum(r["n_ops"] for r in writes)
@@ -98,5 +123,10 @@ def summarize(name: str, system: MemorySystem, predictions: list[dict], ledger_r
             invalid_op_rate=sum(r["n_invalid"] for r in writes) / n_ops if n_ops else 0.0,
             parse_failure_rate=mean_or_none([float(r["parse_failure"]) for r in writes]),
             n_ops=n_ops,
+            drift_rate=mean_or_none([float(r["drifted"]) for r in writes]),
         )
+    if system.is_ledger and name in cfg.teacher_forced:
+        assert all(r["_tf_scores"] is not None for r in writes), f"{name}: a write without teacher-forced scores"
+        out.update(op_teacher_forced=micro_op_scores(r["_tf_scores"] for r in writes),
+                   teacher_forced_writes=sum(1 for r in writes if r["drifted"]), teacher_forced_seconds=float(tf_seconds))
     return out

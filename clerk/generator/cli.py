@@ -21,7 +21,8 @@ def main(args: Any) -> None:
     check_out_file(args.out, "--out")
     cfg = GeneratorConfig(seed=args.seed, split=args.split, personas=args.personas, sessions=args.sessions,
                           budget=args.budget, n_init=args.init_facts, forgets=args.forgets,
-                          questions=_questions(args.questions))
+                          questions=_questions(args.questions), evict_personas=args.evict_personas,
+                          evict_adds=_evict_adds(args.evict_adds))
     timelines = generate_from_config(cfg, args.phrasings)
     write_timelines(args.out, timelines)
     print(json.dumps(timeline_stats(timelines), indent=1), file=sys.stderr)
@@ -33,10 +34,24 @@ def _questions(value: str | tuple | list) -> tuple[int, int]:
     >>> _questions("1-3"), _questions((3, 3))
     ((1, 3), (3, 3))
     """
+    return _pair(value, "questions")
+
+
+def _evict_adds(value: str | tuple | list) -> tuple[int, int]:
+    """``--evict-adds``: like :func:`_questions`, the ADDs per session of the eviction slice.
+
+    >>> _evict_adds("3-4"), _evict_adds([5, 5])
+    ((3, 4), (5, 5))
+    """
+    return _pair(value, "evict_adds")
+
+
+def _pair(value: str | tuple | list, name: str) -> tuple[int, int]:
+    """A count range from ``"LOW-HIGH"`` text or a ``[low, high]`` pair; ``name`` is the option's dest."""
     if isinstance(value, str):
-        return _count_range(value, "--questions")
+        return _count_range(value, "--" + name.replace("_", "-"))
     if len(value) != 2 or not all(type(v) is int for v in value):
-        raise UserError(f"questions must be a [low, high] pair of whole numbers, got {list(value)!r}")
+        raise UserError(f"{name} must be a [low, high] pair of whole numbers, got {list(value)!r}")
     return int(value[0]), int(value[1])
 
 
@@ -78,6 +93,13 @@ def register_cli(sub: Any) -> None:
     p.add_argument("--forgets", type=int, default=0, metavar="K",
                    help="forget requests per persona at distinct seeded sessions >= 1, for the erasure study "
                    "(clerk.generator.forgets); 0 = none, output unchanged (default: 0)")
+    p.add_argument("--evict-personas", dest="evict_personas", type=int, default=0, metavar="K",
+                   help="eviction-pressure slice: K extra personas after the regular ones, each with --evict-adds "
+                   "ADDs per session and no questions (scored for their edits only); 0 = none, output unchanged "
+                   "(default: 0)")
+    low, high = GeneratorConfig.evict_adds
+    p.add_argument("--evict-adds", dest="evict_adds", type=_evict_adds, default=(low, high), metavar="LOW-HIGH",
+                   help=f"ADDs per session of each slice persona, a range drawn uniformly (default: {low}-{high})")
     p.add_argument("--phrasings", default=None, metavar="FILE",
                    help="YAML phrasings file replacing the built-in catalogue (schema: clerk/phrasing/catalogue.yaml)")
     # where to write

@@ -52,6 +52,9 @@ class EvalConfig:
     constrained: bool = True
     #: systems whose writes are scored but whose memory is not read (no questions answered).
     write_only: tuple[str, ...] = ()
+    #: model writers whose programs are also scored teacher-forced: each session written from the
+    #: gold ledger before it (``clerk.evaluate.teacher``; ``clerk evaluate`` only).
+    teacher_forced: tuple[str, ...] = ()
     #: cap on view tokens for transcript views; -1 = the reader's context minus the prompt reserve.
     max_read_tokens: int = -1
     #: token budget of the add-only view; -1 = the token count of the gold (oracle) ledger view at

@@ -45,7 +45,7 @@ from clerk.report.figures import (
 from clerk.report.paper import LOCOMO_NOT_RUN, environment_markdown, render_paper, template_literal_digits
 from clerk.report.read_cost import read_cost_table
 from clerk.report.setup_facts import setup_facts, setup_markdown
-from clerk.report.systems import ANSWER_COLUMNS, COST_COLUMNS, SYSTEM_KEYS, systems_markdown, systems_tables
+from clerk.report.systems import ANSWER_COLUMNS, COST_COLUMNS, SYSTEM_KEYS, evict_note, systems_markdown, systems_tables
 from clerk.report.tabular import write_csv, write_text
 
 # ---- the paper -------------------------------------------------------------------------------
@@ -90,7 +90,7 @@ def _systems_main(args) -> None:
     if args.markdown:
         write_text(args.markdown, systems_markdown(agg, order, ANSWER_COLUMNS, reader=True))
     if args.markdown_cost:
-        write_text(args.markdown_cost, systems_markdown(agg, order, COST_COLUMNS, reader=False))
+        write_text(args.markdown_cost, systems_markdown(agg, order, COST_COLUMNS, reader=False) + evict_note(per_seed))
 
 
 def _sibling(path: str, suffix: str) -> str:

@@ -59,7 +59,10 @@ def _timeline_facts(timelines: list[str], seeds: set[int]) -> dict[str, Any]:
         counts = sorted({len(q["options"]) for p in personas for s in p["sessions"] for q in s.get("questions") or []})
         if counts:
             options[path] = counts
-        data.setdefault(split, {}).setdefault("personas", {})[path] = len(personas)
+        # The eviction-pressure slice (no questions) is counted apart from the personas that are asked.
+        sliced = sum(1 for p in personas if p.get("slice") == "evict")
+        data.setdefault(split, {}).setdefault("personas", {})[path] = len(personas) - sliced
+        data[split].setdefault("evict_personas", {})[path] = sliced
         data[split].setdefault("sessions", {})[path] = max(len(p["sessions"]) for p in personas)
     n_options = _one(options, "answer options per question") if options else None
     if n_options is not None and len(n_options) != 1:
@@ -135,7 +138,9 @@ def setup_facts(timelines: list[str], metrics: list[str], train: list[str], stre
         reader_train: ``clerk train`` output folders of the separate reader, if any.
 
     Returns:
-        A JSON-ready dict: ``seeds``, ``n_seeds``, ``budget``, ``data/<split>/{personas,sessions}``,
+        A JSON-ready dict: ``seeds``, ``n_seeds``, ``budget``,
+        ``data/<split>/{personas,evict_personas,sessions}`` (personas: those asked questions;
+        evict_personas: the eviction-pressure slice's),
         ``evaluate/...``, ``train/...`` (settings plus mean final loss and steps over seeds),
         ``reader/...`` (the same for the separate reader, when given) and ``streams/...``. Settings that must agree across seeds raise if they do not.
 
@@ -182,6 +187,8 @@ def setup_markdown(facts: dict) -> str:
             ["interval level", show(facts.get("ci_level"))]]
     for split, d in facts.get("data", {}).items():
         rows.append([f"{split}: personas × sessions", f"{show(d.get('personas'))} × {show(d.get('sessions'))}"])
+        if d.get("evict_personas"):
+            rows.append([f"{split}: eviction-pressure personas (no questions)", show(d["evict_personas"])])
         if "questions_per_seed_mean" in d:
             rows.append([f"{split}: questions per seed", show(d["questions_per_seed_mean"])])
     for name, info in (facts.get("systems") or {}).items():

@@ -3,7 +3,12 @@
 One row per seed and system from each ``clerk evaluate`` metrics.json (the values exactly as the
 file holds them), then the aggregate over seeds per (split, system, reader); the paper includes
 two compact Markdown renderings: answers (accuracy overall and per question type, stale errors)
-and write quality and cost (op-F1, state-F1, invalid ops, tokens, seconds).
+and write quality and cost (op-F1 closed loop and teacher-forced, state-F1, invalid ops, tokens,
+seconds), under which a note gives the gold EVICT ops each seed's EVICT F1 is measured on.
+
+Personas of the eviction-pressure slice ask no questions: they add nothing to the answer columns
+(``n_personas`` counts the personas that are asked), and their edits count in every op and state
+column (``n_slice_personas``).
 
     clerk table-systems --metrics results/eval/*/test/metrics.json --out results/table1.csv \\
         --seeds-out results/table1_seeds.csv --markdown results/table1.md --markdown-cost results/table1_cost.md
@@ -28,6 +33,11 @@ SYSTEM_METRICS = (
     *(f"op_{k.lower()}_f1" for k in OP_KINDS), "state_f1", "state_exact_rate", "invalid_op_rate",
     "parse_failure_rate", "read_tokens", "write_tokens", "truncated_rate", "wall_seconds",
     "n_questions", "n_personas",
+    # issue 46 (after the columns above, which keep their names and places): teacher-forced op
+    # scores, the share of writes made against a drifted ledger, the gold EVICT ops the EVICT F1
+    # is measured on, the extra writes' seconds and the eviction-pressure slice's personas.
+    "op_tf_precision", "op_tf_recall", "op_tf_f1", *(f"op_tf_{k.lower()}_f1" for k in OP_KINDS),
+    "drift_rate", "n_gold_evict", "tf_wall_seconds", "n_slice_personas",
 )
 #: Group columns of the systems table (``reader`` is constant per system; a change shows as a new row).
 SYSTEM_KEYS = ("split", "system", "reader", "is_ledger")
@@ -65,7 +75,7 @@ def system_rows(metrics: dict, path: str = "metrics.json") -> list[dict]:
 
     Returns:
         Dicts with :data:`SYSTEM_KEYS`, ``seed`` and :data:`SYSTEM_METRICS` (NaN where a metric
-        does not apply, e.g. op-F1 of a transcript system).
+        does not apply, e.g. op-F1 of a transcript system, or the file predates it).
 
     Raises:
         UserError: the file is not a metrics file of exactly one seed and one split.
@@ -83,6 +93,10 @@ def system_rows(metrics: dict, path: str = "metrics.json") -> list[dict]:
         by_type = rec.get("accuracy_by_type") or {}
         op = rec.get("op") or {}
         by_op = op.get("by_type") or {}
+        forced = rec.get("op_teacher_forced") or {}  # absent from files written before issue 46
+        by_forced = forced.get("by_type") or {}
+        evict = by_op.get("EVICT")
+        n_slice = int(metrics["input"].get("n_slice_personas") or 0)
         row = {"split": splits[0], "system": name, "reader": reader_label(rec["reader"]),
                "is_ledger": bool(rec["is_ledger"]), "seed": int(seeds[0]),
                "accuracy": _num(rec["accuracy"]),
@@ -98,7 +112,13 @@ def system_rows(metrics: dict, path: str = "metrics.json") -> list[dict]:
                "read_tokens": _num(rec["read_tokens_mean"]), "write_tokens": _num(rec["write_tokens_mean"]),
                "truncated_rate": _num(rec["truncated_rate"]), "wall_seconds": _num(rec["wall_seconds"]),
                "n_questions": float(rec["n_questions"]),
-               "n_personas": _num(metrics["input"].get("n_personas"))}
+               "n_personas": _num(metrics["input"].get("n_personas")) - n_slice,
+               "op_tf_precision": _num(forced.get("precision")), "op_tf_recall": _num(forced.get("recall")),
+               "op_tf_f1": _num(forced.get("f1")),
+               **{f"op_tf_{k.lower()}_f1": _num((by_forced.get(k) or {}).get("f1")) for k in OP_KINDS},
+               "drift_rate": _num(rec.get("drift_rate")),
+               "n_gold_evict": math.nan if evict is None else float(evict["tp"] + evict["fn"]),
+               "tf_wall_seconds": _num(rec.get("teacher_forced_seconds")), "n_slice_personas": float(n_slice)}
         rows.append(row)
     return rows
 
@@ -135,6 +155,7 @@ ANSWER_COLUMNS = (("accuracy", "accuracy", ".3f"),
                   ("stale_error_rate", "stale errors", ".3f"))
 #: Markdown columns of the write-quality and cost table.
 COST_COLUMNS = (("op_f1", "op-F1", ".3f"), *((f"op_{k.lower()}_f1", k, ".3f") for k in OP_KINDS),
+                ("op_tf_f1", "TF op-F1", ".3f"), *((f"op_tf_{k.lower()}_f1", f"TF {k}", ".3f") for k in OP_KINDS),
                 ("state_f1", "state-F1", ".3f"), ("invalid_op_rate", "invalid ops", ".3f"),
                 ("parse_failure_rate", "parse failures", ".3f"),
                 ("read_tokens", "read tok./question", ".1f"), ("write_tokens", "write tok./session", ".1f"),
@@ -162,3 +183,32 @@ def systems_markdown(agg, order: list[str], columns=ANSWER_COLUMNS, reader: bool
         rows.append(row + [mean_pm(r, m, f) for m, _, f in columns])
     align = [":---"] * (len(header) - len(columns)) + ["---:"] * len(columns)
     return markdown_table(header, rows, align) + seed_note(agg)
+
+
+def evict_note(per_seed) -> str:
+    """The line under the write-quality table: the gold EVICT ops each seed's EVICT F1 (closed
+    loop and teacher-forced) is measured on, per split, and the eviction-pressure slice's
+    personas; empty without ledger systems.
+
+    Args:
+        per_seed: the per-seed DataFrame of :func:`systems_tables` (every ledger system of a seed
+            and split is scored against the same gold programs, so the count is the split's).
+    """
+    from clerk.report.tabular import seed_key
+
+    rows = per_seed[per_seed["is_ledger"].astype(bool) & per_seed["n_gold_evict"].notna()]
+    parts = []
+    for split in sorted(set(rows["split"])):
+        mine = rows[rows["split"] == split].drop_duplicates("seed").sort_values(
+            "seed", key=lambda col: col.map(seed_key), kind="mergesort")
+        counts = ", ".join(f"{int(n)} (seed {seed})" for seed, n in zip(mine["seed"], mine["n_gold_evict"]))
+        text = f"{split}: {counts}"
+        n_slice = sorted({int(n) for n in mine["n_slice_personas"]})
+        if n_slice != [0]:
+            text += (f", with an eviction-pressure slice of {'/'.join(map(str, n_slice))} "
+                     f"persona{'' if n_slice == [1] else 's'} a seed (no questions: their edits count in the op "
+                     "and state columns, not in accuracy)")
+        parts.append(text)
+    if not parts:
+        return ""
+    return "\nGold EVICT ops that EVICT F1 and TF EVICT are measured on, per seed: " + "; ".join(parts) + ".\n"
