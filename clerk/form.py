@@ -1,4 +1,4 @@
-"""The open ledger's form: what a fact may look like when its vocabulary is not fixed (SPEC §1.8).
+"""The open ledger's form: what a fact may look like when its vocabulary is not fixed (SPEC §1.7).
 
 A fact of the open ledger is (subject, key, value[, when]). Nothing here names a vocabulary: the
 writer coins its keys. What is fixed is the *form* of each part, and the reducer, the program

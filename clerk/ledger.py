@@ -6,7 +6,7 @@ ledger work). Every function treats its inputs as read-only and returns fresh ob
 
 The reducer has two regimes. Without a form (the closed synthetic benchmark, as before the open
 ledger) any strings may be subjects, keys and values. With a :class:`clerk.form.LedgerForm` (an
-open ledger, SPEC §1.8) every fact written must have the form: a known subject, a key in normal
+open ledger, SPEC §1.7) every fact written must have the form: a known subject, a key in normal
 form (and in the form's catalogue, when it has one), a value on one line, an optional ``w`` date.
 
     >>> L = empty_ledger(2)
@@ -72,7 +72,7 @@ _OP_SCHEMA: dict[str, dict[str, type]] = {
     "TOMBSTONE": {"i": int},
     "EVICT": {"i": int},
 }
-#: Optional fields per op kind under a form: the when of a dated fact (SPEC §1.8).
+#: Optional fields per op kind under a form: the when of a dated fact (SPEC §1.7).
 _OPTIONAL = {"ADD": {"w": str}, "UPDATE": {"w": str}}
 
 
@@ -209,7 +209,7 @@ def reduce(ledger: Ledger, program: Any, now: int, *, strict: bool = True,
         now: session index written into ``born`` / ``t``.
         strict: raise on the first invalid op (gold programs, tests) instead of skipping it
             (model output).
-        form: the open ledger's form (SPEC §1.8): every fact written must have it, and ADD and
+        form: the open ledger's form (SPEC §1.7): every fact written must have it, and ADD and
             UPDATE may date it (``w``). None: the closed regime, any strings, no dates.
 
     Raises:

@@ -55,7 +55,7 @@ def serialize(ledger: Ledger) -> str:
     (``subject: Ari``), then one line per occupied slot in the eviction oracle's order
     (:func:`salience_key`, least salient first) with every field:
     ``<i> u<uses> t<t> b<born>[ w<when>][ x] <p>=<o>[ <<prev>]`` (`` x`` = tombstoned; the when
-    of a dated fact, in normal form, only in open ledgers: SPEC §1.8); a slot of another
+    of a dated fact, in normal form, only in open ledgers: SPEC §1.7); a slot of another
     subject writes ``@<s> `` before its predicate. The last line lists the free slots,
     ``free <count>: <indices>`` (last: next to what the policy reads and writes after it).
     Strings are raw when that is unambiguous and JSON strings otherwise, so

@@ -17,7 +17,7 @@ Two method choices, stated in the paper's setup section:
   model does no index arithmetic; which slot to EVICT is still the model's choice. A key that
   names no slot compiles to index -1, which the reducer rejects as out of range.
 
-**The open language** (SPEC §1.8). Given a :class:`clerk.form.LedgerForm` in place of the
+**The open language** (SPEC §1.7). Given a :class:`clerk.form.LedgerForm` in place of the
 subject, a line may date its fact and, when the ledger has several known subjects, names the
 subject as its first word after the keyword::
 
@@ -153,7 +153,7 @@ def compile_program(text: Any, ledger: L.Ledger, subject: str | LedgerForm, now:
         text: the writer's output (anything: non-text is a parse failure).
         ledger: the ledger the program was written against (not mutated).
         subject: the persona's name, the ``s`` of every op (the closed language); or the open
-            ledger's form (the open language: SPEC §1.8).
+            ledger's form (the open language: SPEC §1.7).
         now: the session index (keys resolve against the ledger with the ops so far applied).
 
     Returns:
@@ -238,7 +238,7 @@ def program_grammar(ledger: L.Ledger, subject: str | LedgerForm, predicates: Ite
     with ``e``/``a`` = whether an EVICT/ADD came before. Every gold program is accepted; a program
     can still hold an invalid op (e.g. a key evicted earlier in the same program).
 
-    With a :class:`~clerk.form.LedgerForm` as ``subject`` (the open language, SPEC §1.8;
+    With a :class:`~clerk.form.LedgerForm` as ``subject`` (the open language, SPEC §1.7;
     ``predicates`` is then unused: the form's ``keys`` restrict them) a fact is named by
     ``<subject> <key>`` when the form has several subjects, only the form's subjects can be named,
     a coined key has the normal form (``KEY``), an ADD or UPDATE may carry ``@<when>`` (a date

@@ -149,7 +149,7 @@ def reader_ledger(ledger: list[dict[str, Any]], form: LedgerForm | None = None) 
     policy reads the exact serialization instead (``ledger.serialize``); the reader needs only
     what answers a question, so its view is short (this length is the read cost reported).
 
-    An open ledger (SPEC §1.8) adds what a question may need: ``on <when>`` for a dated fact, and,
+    An open ledger (SPEC §1.7) adds what a question may need: ``on <when>`` for a dated fact, and,
     when its ``form`` has several subjects, the subject before the fact (``Jo / pet: cat``). A
     closed ledger's view is unchanged.
 

@@ -2,7 +2,7 @@
 
 A ledger is a list of exactly B slot dicts in index order, in the file format itself: an occupied
 slot is ``{"i","s","p","o",["w",]"prev","v","born","t","uses"}`` and a free one ``{"i"}``
-(``w``, the date of a dated fact, exists in open ledgers only: SPEC §1.8). Keeping the in-memory
+(``w``, the date of a dated fact, exists in open ledgers only: SPEC §1.7). Keeping the in-memory
 form identical to the file form means there is no conversion layer to get wrong; every function
 here treats its inputs as read-only and returns fresh objects. :mod:`clerk.ledger` re-exports all
 of it next to the reducer.
@@ -29,7 +29,7 @@ Program = list[Any]
 
 #: Field order of an occupied slot, in files and in the prompt serialization.
 SLOT_FIELDS = ("i", "s", "p", "o", "prev", "v", "born", "t", "uses")
-#: Field order of an occupied slot holding a dated fact (open ledgers, SPEC §1.8).
+#: Field order of an occupied slot holding a dated fact (open ledgers, SPEC §1.7).
 DATED_SLOT_FIELDS = ("i", "s", "p", "o", "w", "prev", "v", "born", "t", "uses")
 
 
@@ -74,7 +74,7 @@ def validate_ledger(ledger: Any, form: LedgerForm | None = None) -> None:
     """Raise ValueError unless ``ledger`` is well formed (indices 0..B-1, typed fields, unique keys).
 
     A slot may hold ``w`` (:data:`DATED_SLOT_FIELDS`) only with a ``form``; with one, every
-    occupied slot's fact must also be of that form (SPEC §1.8). ``prev`` is a former value and is
+    occupied slot's fact must also be of that form (SPEC §1.7). ``prev`` is a former value and is
     not checked against the form.
     """
     if not isinstance(ledger, list) or not ledger:

@@ -267,7 +267,7 @@ def valid_programs(draw: st.DrawFn, ledger: list) -> list[dict[str, Any]]:
     return program
 
 
-# --------------------------------------------------------------------------- open ledgers (SPEC §1.8)
+# --------------------------------------------------------------------------- open ledgers (SPEC §1.7)
 
 #: Forms the open-ledger properties run under: one subject; two; two with a closed catalogue of
 #: keys; two with a short value cap.

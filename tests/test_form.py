@@ -1,4 +1,4 @@
-"""Tests of clerk/form.py (SPEC §1.8): the open ledger's key, subject, value and when forms, their
+"""Tests of clerk/form.py (SPEC §1.7): the open ledger's key, subject, value and when forms, their
 normalisers (Hypothesis: idempotent, landing in the form), the form of a ledger, and the timeline
 format versions.
 

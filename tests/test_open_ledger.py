@@ -1,4 +1,4 @@
-"""Tests of the open ledger (SPEC §1.8) through the reducer, the serializer and the program language
+"""Tests of the open ledger (SPEC §1.7) through the reducer, the serializer and the program language
 (clerk/ledger.py, clerk/ledger_text.py, clerk/program.py under a clerk.form.LedgerForm): Hypothesis
 properties (no budget overrun, inputs never mutated, strict = lenient's first skip, program text
 round trip), exact reasons, and the grammar of the open language (llguidance on the scratch

@@ -8,7 +8,7 @@ reducer, so no output can break the budget. A model writer reads the exact seria
 ``clerk.program`` (compiled to SPEC ops against its own ledger); with ``constrained`` decoding
 its output is held to that language's grammar for its ledger (``clerk.models.constrained``).
 
-A timeline of format 2 carries its ledger's form (``clerk.form.timeline_form``, SPEC §1.8): the
+A timeline of format 2 carries its ledger's form (``clerk.form.timeline_form``, SPEC §1.7): the
 reducer then checks every fact against it, and a model writer compiles and is constrained in the
 open language of that form. Format-1 timelines (the closed benchmark) go exactly as before.
 
