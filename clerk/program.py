@@ -17,6 +17,19 @@ Two method choices, stated in the paper's setup section:
   model does no index arithmetic; which slot to EVICT is still the model's choice. A key that
   names no slot compiles to index -1, which the reducer rejects as out of range.
 
+**The open language** (SPEC §1.7). Given a :class:`clerk.form.LedgerForm` in place of the
+subject, a line may date its fact and, when the ledger has several known subjects, names the
+subject as its first word after the keyword::
+
+    ADD [@<when> ][<subject> ]<key> <value>
+    UPDATE [@<when> ][<subject> ]<key> <value>
+    TOMBSTONE [<subject> ]<key>
+    EVICT [<subject> ]<key>
+
+The compiler reads the syntax only; whether a subject is known, a key in normal form and a when
+a date is the reducer's judgement under the same form (an op it rejects is an invalid op). With
+one known subject and no dates the open language is the closed one, line for line.
+
 Compilation is line by line and never raises: a line that is not one of the four forms is kept
 in the program as its raw text (not a JSON object), so the lenient reducer records it as an
 invalid op; a non-blank text in which no line compiles is a parse failure (SPEC §1.4: text with
@@ -27,6 +40,10 @@ no program in it gives an empty program and a recorded parse failure).
     [{'op': 'UPDATE', 'i': 0, 's': 'Ari', 'p': 'job', 'o': 'chef'}, {'op': 'EVICT', 'i': 0}]
     >>> render_program(L0, [{"op": "TOMBSTONE", "i": 0}])
     'TOMBSTONE job'
+    >>> from clerk.form import LedgerForm
+    >>> two = LedgerForm(("Jo", "Al"))
+    >>> compile_program("ADD @2023-05-07 Al went_to_paris with Jo", L.empty_ledger(1), two, now=1).program
+    [{'op': 'ADD', 's': 'Al', 'p': 'went_to_paris', 'o': 'with Jo', 'w': '2023-05-07'}]
 
     python -m doctest clerk/program.py -v
 """
@@ -39,12 +56,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from clerk import ledger as L
+from clerk.form import KEY_TOKEN, MAX_VALUE_CHARS, WHEN_REGEX, LedgerForm
+
+__all__ = ["MAX_VALUE_CHARS", "Compiled", "compile_program", "program_grammar", "render_program"]
 
 #: The four line forms: op keyword, predicate key, and (ADD/UPDATE) the value to the line's end.
 _LINE = re.compile(r"^(ADD|UPDATE) ([a-z][a-z0-9_]*) (\S(?:.*\S)?)$|^(TOMBSTONE|EVICT) ([a-z][a-z0-9_]*)$")
-#: Longest value the constrained grammar lets a writer emit (characters); the catalogue's longest
-#: value is 28.
-MAX_VALUE_CHARS = 60
+#: The open language's line forms (with and without a subject word): keyword, optional ``@when``
+#: (ADD/UPDATE), subject, key, value. Groups: ADD/UPDATE, when, TOMBSTONE/EVICT, subject, key, value.
+_OPEN_LINE = {
+    multi: re.compile(r"^(?:(ADD|UPDATE) (?:@(\S+) )?|(TOMBSTONE|EVICT) )" + (r"(\S+) " if multi else "()")
+                      + r"([a-z][a-z0-9_]*)(?: (\S(?:.*\S)?))?$")
+    for multi in (False, True)
+}
 #: Grammar character classes (Rust regex syntax) of a value's characters: ``_VALUE_CHAR`` excludes
 #: every line boundary of ``str.splitlines``, ``_VALUE_END`` also every character ``str.strip``
 #: removes (Unicode White_Space, ``\s``, plus the separators U+001C..U+001F), so a program the
@@ -62,22 +86,30 @@ class Compiled:
     parse_failed: bool = False
 
 
-def render_program(ledger: L.Ledger, program: L.Program, now: int = 0) -> str:
+def _fact_text(slot_or_op: dict[str, Any], form: LedgerForm | None) -> str:
+    """How a line names a fact: ``<key>``, or ``<subject> <key>`` when the form has several subjects."""
+    return f"{slot_or_op['s']} {slot_or_op['p']}" if form is not None and form.multi else slot_or_op["p"]
+
+
+def render_program(ledger: L.Ledger, program: L.Program, now: int = 0, *, form: LedgerForm | None = None) -> str:
     """The program language text of a (valid) SPEC program written against ``ledger``.
 
-    Index ops are named by the predicate of the slot they touch at that point of the program.
+    Index ops are named by the predicate of the slot they touch at that point of the program. With
+    a ``form`` the program is checked under it and written in the open language (``@<when>`` for a
+    dated fact, the subject when the form has several).
 
     Raises:
         ledger.InvalidOpError: ``program`` does not apply strictly (gold programs always do).
     """
     lines, current = [], ledger
     for op in program:
-        after, _ = L.reduce(current, [op], now, strict=True)  # first: an invalid op raises, whatever its fields
+        after, _ = L.reduce(current, [op], now, strict=True, form=form)  # first: an invalid op raises, whatever its fields
         kind = op["op"]
         if kind in ("ADD", "UPDATE"):
-            lines.append(f"{kind} {op['p']} {op['o']}")
+            when = f"@{op['w']} " if "w" in op else ""
+            lines.append(f"{kind} {when}{_fact_text(op, form)} {op['o']}")
         else:
-            lines.append(f"{kind} {current[op['i']]['p']}")
+            lines.append(f"{kind} {_fact_text(current[op['i']], form)}")
         current = after
     return "\n".join(lines)
 
@@ -96,18 +128,38 @@ def _compile_line(line: str, ledger: L.Ledger, subject: str) -> dict[str, Any] |
     return {"op": match.group(4), "i": -1 if index is None else index}
 
 
-def compile_program(text: Any, ledger: L.Ledger, subject: str, now: int) -> Compiled:
+def _compile_open_line(line: str, ledger: L.Ledger, form: LedgerForm) -> dict[str, Any] | None:
+    match = _OPEN_LINE[form.multi].match(line)
+    if match is None:
+        return None
+    edit, when, index_op, subject, key, value = match.groups()
+    subject = subject if form.multi else form.subjects[0]
+    index = L.find(ledger, subject, key)
+    if index_op:
+        return None if value is not None else {"op": index_op, "i": -1 if index is None else index}
+    if value is None:
+        return None
+    op: dict[str, Any] = {"op": "ADD"} if edit == "ADD" else {"op": "UPDATE", "i": -1 if index is None else index}
+    op.update(s=subject, p=key, o=value)
+    if when is not None:
+        op["w"] = when
+    return op
+
+
+def compile_program(text: Any, ledger: L.Ledger, subject: str | LedgerForm, now: int) -> Compiled:
     """Compile model text to SPEC ops against ``ledger``; never raises.
 
     Args:
         text: the writer's output (anything: non-text is a parse failure).
         ledger: the ledger the program was written against (not mutated).
-        subject: the persona's name, the ``s`` of every op.
+        subject: the persona's name, the ``s`` of every op (the closed language); or the open
+            ledger's form (the open language: SPEC §1.7).
         now: the session index (keys resolve against the ledger with the ops so far applied).
 
     Returns:
         :class:`Compiled`; ``parse_failed`` when the text is not blank and no line compiled.
     """
+    form = subject if isinstance(subject, LedgerForm) else None
     if isinstance(text, bytes):
         text = text.decode("utf-8", errors="replace")
     if not isinstance(text, str):
@@ -119,13 +171,16 @@ def compile_program(text: Any, ledger: L.Ledger, subject: str, now: int) -> Comp
         line = raw.strip()
         if not line:
             continue
-        op = _compile_line(line, current, subject)
+        op = _compile_line(line, current, subject) if form is None else _compile_open_line(line, current, form)
         if op is None:
-            errors.append(f"line {number}: {line[:80]!r} is not ADD/UPDATE <pred> <value> or TOMBSTONE/EVICT <pred>")
+            shape = "[<subject> ]" if form is not None and form.multi else ""
+            when = "[@<when> ]" if form is not None else ""
+            errors.append(f"line {number}: {line[:80]!r} is not ADD/UPDATE {when}{shape}<pred> <value> or "
+                          f"TOMBSTONE/EVICT {shape}<pred>")
             program.append(line)
             continue
         program.append(op)
-        current, _ = L.reduce(current, [op], now, strict=False)
+        current, _ = L.reduce(current, [op], now, strict=False, form=form)
     failed = bool(program) and all(isinstance(op, str) for op in program)
     return Compiled([] if failed else program, errors, failed)
 
@@ -137,7 +192,35 @@ def _alternatives(names: Iterable[str]) -> str:
     return " | ".join(json.dumps(name) for name in sorted(set(names)))
 
 
-def program_grammar(ledger: L.Ledger, subject: str, predicates: Iterable[str] | None = None) -> str:
+def _key_sets(ledger: L.Ledger, subject: str | LedgerForm, predicates: Iterable[str] | None) -> dict[str, str | None]:
+    """The grammar's four fact sets (Lark bodies, None = empty): facts held, active (not
+    tombstoned), fresh (an ADD may write) and any (what an op may name once the program added)."""
+    if not isinstance(subject, LedgerForm):  # the closed language: one subject, keys only
+        held = sorted(slot["p"] for slot in L.occupied(ledger) if slot["s"] == subject)
+        active = sorted(slot["p"] for slot in L.occupied(ledger) if slot["s"] == subject and slot["v"] == 1)
+        if predicates is None:
+            fresh_key = any_key = "/[a-z][a-z0-9_]{0,30}/"
+        else:
+            fresh = sorted(set(predicates) - set(held))
+            fresh_key = _alternatives(fresh) if fresh else None
+            any_key = _alternatives(set(predicates) | set(held)) if set(predicates) | set(held) else None
+        return {"held_key": _alternatives(held) if held else None,
+                "active_key": _alternatives(active) if active else None, "fresh_key": fresh_key, "any_key": any_key}
+    form = subject
+    mine = [slot for slot in L.occupied(ledger) if slot["s"] in form.subjects]
+    held = {_fact_text(slot, form) for slot in mine}
+    active = {_fact_text(slot, form) for slot in mine if slot["v"] == 1}
+    if form.keys is None:  # any key of the normal form (held ones included: an ADD of one is invalid)
+        fresh_key = any_key = 'subject " " KEY' if form.multi else "KEY"
+    else:
+        every = {_fact_text({"s": s, "p": k}, form) for s in form.subjects for k in form.keys}
+        fresh_key = _alternatives(every - held) if every - held else None
+        any_key = _alternatives(every | held) if every | held else None
+    return {"held_key": _alternatives(held) if held else None, "active_key": _alternatives(active) if active else None,
+            "fresh_key": fresh_key, "any_key": any_key}
+
+
+def program_grammar(ledger: L.Ledger, subject: str | LedgerForm, predicates: Iterable[str] | None = None) -> str:
     """A Lark grammar of the programs that are *well formed* against ``ledger`` (constrained decoding).
 
     UPDATE and EVICT may name only keys present in the ledger, TOMBSTONE only active ones, ADD
@@ -154,23 +237,22 @@ def program_grammar(ledger: L.Ledger, subject: str, predicates: Iterable[str] | 
     fact added back). Nonterminal ``p<f>_<e><a>`` is a program that may use ``f`` free slots,
     with ``e``/``a`` = whether an EVICT/ADD came before. Every gold program is accepted; a program
     can still hold an invalid op (e.g. a key evicted earlier in the same program).
+
+    With a :class:`~clerk.form.LedgerForm` as ``subject`` (the open language, SPEC §1.7;
+    ``predicates`` is then unused: the form's ``keys`` restrict them) a fact is named by
+    ``<subject> <key>`` when the form has several subjects, only the form's subjects can be named,
+    a coined key has the normal form (``KEY``), an ADD or UPDATE may carry ``@<when>`` (a date
+    that exists), and values are at most the form's ``max_value_chars``.
     """
-    held = sorted(slot["p"] for slot in L.occupied(ledger) if slot["s"] == subject)
-    active = sorted(slot["p"] for slot in L.occupied(ledger) if slot["s"] == subject and slot["v"] == 1)
-    if predicates is None:
-        fresh_key = any_key = "/[a-z][a-z0-9_]{0,30}/"
-    else:
-        fresh = sorted(set(predicates) - set(held))
-        fresh_key = _alternatives(fresh) if fresh else None
-        any_key = _alternatives(set(predicates) | set(held)) if set(predicates) | set(held) else None
-    keys = {"held_key": _alternatives(held) if held else None,
-            "active_key": _alternatives(active) if active else None,
-            "fresh_key": fresh_key, "any_key": any_key}
+    form = subject if isinstance(subject, LedgerForm) else None
+    keys = _key_sets(ledger, subject, predicates)
     # The op forms by phase: a0/a1 = before/after the program's first ADD, e0/e1 = before/after its first EVICT.
-    uses = {"update_a0": ('"UPDATE " ', "held_key", ' " " value'), "update_a1": ('"UPDATE " ', "any_key", ' " " value'),
+    dated = "" if form is None else "dated? "
+    uses = {"update_a0": (f'"UPDATE " {dated}', "held_key", ' " " value'),
+            "update_a1": (f'"UPDATE " {dated}', "any_key", ' " " value'),
             "tombstone_a0": ('"TOMBSTONE " ', "active_key", ""), "tombstone_a1": ('"TOMBSTONE " ', "any_key", ""),
             "evict_a0": ('"EVICT " ', "held_key", ""), "evict_a1": ('"EVICT " ', "any_key", ""),
-            "add_e0": ('"ADD " ', "fresh_key", ' " " value'), "add_e1": ('"ADD " ', "any_key", ' " " value')}
+            "add_e0": (f'"ADD " {dated}', "fresh_key", ' " " value'), "add_e1": (f'"ADD " {dated}', "any_key", ' " " value')}
     forms = {name: f"{head}{key}{tail}" for name, (head, key, tail) in uses.items() if keys[key]}
     budget, free = len(ledger), sum(1 for slot in ledger if L.is_free(slot))
     rules = [f"start: p{free}_00?"]
@@ -188,5 +270,13 @@ def program_grammar(ledger: L.Ledger, subject: str, predicates: Iterable[str] | 
     rules += [f"{name}: {body}" for name, body in forms.items()]
     # A value is one line as compile_program reads lines (str.splitlines, then strip): no line
     # boundary of Python's inside it, no whitespace of Python's at either end.
-    rules.append(f"value: /{_VALUE_END}({_VALUE_CHAR}{{0,{MAX_VALUE_CHARS - 2}}}{_VALUE_END})?/")
+    longest = MAX_VALUE_CHARS if form is None else form.max_value_chars
+    inner = f"({_VALUE_CHAR}{{0,{longest - 2}}}{_VALUE_END})?" if longest > 1 else ""
+    rules.append(f"value: /{_VALUE_END}{inner}/")
+    if form is not None:
+        rules += ['dated: "@" WHEN " "', f"WHEN: /{WHEN_REGEX}/"]
+        if form.keys is None:
+            rules.append(f"KEY: {KEY_TOKEN}")
+        if form.keys is None and form.multi:
+            rules.append(f"subject: {_alternatives(form.subjects)}")
     return "\n".join(rules) + "\n"

@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from clerk.form import LedgerForm
+
 #: Gold answer for a predicate that was never stated (SPEC §2's fixed "I don't know" phrase). One
 #: token: the MC reader's length-normalised score of a long fixed phrase is inflated by its
 #: predictable continuation ("I" -> " don't know."), which then outscores a stated value
@@ -140,27 +142,38 @@ def prompted_messages(ledger_text: str, transcript: str) -> list[dict[str, str]]
     return messages + [{"role": "user", "content": _consolidate_user(ledger_text, transcript)}]
 
 
-def reader_ledger(ledger: list[dict[str, Any]]) -> str:
+def reader_ledger(ledger: list[dict[str, Any]], form: LedgerForm | None = None) -> str:
     """The reader's view of a ledger: one ``<fact>: <value>`` line per occupied slot in index order,
     the predicate key in words; `` (before: <prev>)`` after a superseded value; a tombstoned fact
     reads ``<fact>: no longer (was <value>)`` (the fixed phrase is :data:`NEGATED_ANSWER`). The
     policy reads the exact serialization instead (``ledger.serialize``); the reader needs only
     what answers a question, so its view is short (this length is the read cost reported).
 
+    An open ledger (SPEC §1.7) adds what a question may need: ``on <when>`` for a dated fact, and,
+    when its ``form`` has several subjects, the subject before the fact (``Jo / pet: cat``). A
+    closed ledger's view is unchanged.
+
     >>> reader_ledger([{"i": 0, "s": "A", "p": "work_project", "o": "the portal", "prev": "the app", "v": 1, "born": 0, "t": 1, "uses": 0},
     ...                {"i": 1, "s": "A", "p": "pet", "o": "cat", "prev": None, "v": 0, "born": 0, "t": 1, "uses": 0}, {"i": 2}])
     'work project: the portal (before: the app)\\npet: no longer (was cat)'
+    >>> from clerk.form import LedgerForm
+    >>> reader_ledger([{"i": 0, "s": "Jo", "p": "trip", "o": "Paris", "w": "2023-05", "prev": "Rome", "v": 1, "born": 0, "t": 1, "uses": 0}],
+    ...               LedgerForm(("Jo", "Al")))
+    'Jo / trip: Paris (on 2023-05; before: Rome)'
     """
     lines = []
     for slot in ledger:
         if "s" not in slot:
             continue
         name = slot["p"].replace("_", " ")
-        before = "" if slot["prev"] is None else f"before: {slot['prev']}"
+        if form is not None and form.multi:
+            name = f"{slot['s']} / {name}"
+        notes = ([f"on {slot['w']}"] if "w" in slot else []) + ([] if slot["prev"] is None else [f"before: {slot['prev']}"])
         if slot["v"]:
-            line = f"{name}: {slot['o']}" + (f" ({before})" if before else "")
+            line = f"{name}: {slot['o']}" + (f" ({'; '.join(notes)})" if notes else "")
         else:
-            line = f"{name}: {NEGATED_ANSWER} (was {slot['o']}" + (f"; {before})" if before else ")")
+            was = "was " + slot["o"]
+            line = f"{name}: {NEGATED_ANSWER} ({'; '.join([was, *notes])})"
         lines.append(line)
     return "\n".join(lines) if lines else EMPTY_MEMORY
 

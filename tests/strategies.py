@@ -17,6 +17,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from clerk.form import LedgerForm
 from clerk.ledger import OP_KINDS, reduce
 
 MAX_BUDGET = 8
@@ -263,4 +264,128 @@ def valid_programs(draw: st.DrawFn, ledger: list) -> list[dict[str, Any]]:
             op = {"op": kind, "i": choose(draw, live if kind == "TOMBSTONE" else taken)["i"]}
         program.append(op)
         state, _ = reduce(state, [op], now=0)
+    return program
+
+
+# --------------------------------------------------------------------------- open ledgers (SPEC §1.7)
+
+#: Forms the open-ledger properties run under: one subject; two; two with a closed catalogue of
+#: keys; two with a short value cap.
+OPEN_FORMS = (
+    LedgerForm(("Jo",)),
+    LedgerForm(("Jo", "Al")),
+    LedgerForm(("Jo", "Al"), keys=("job", "went_to_paris", "k_2nd_job")),
+    LedgerForm(("Jo", "Al"), max_value_chars=6),
+)
+#: Keys in normal form (``pet`` is outside the catalogue form's keys) and keys that are not.
+OPEN_KEYS = ("job", "went_to_paris", "k_2nd_job", "pet")
+BAD_KEYS = ("Job", "a__b", "trailing_", "2nd_job", "x" * 33, "", "caf\u00e9")
+#: Values on one line of at most 6 characters, and values that are not on one line.
+OPEN_VALUES = ("chef", "a cat", "Paris", "x")
+BAD_VALUES = ("", " cat", "cat ", "a\nb", "a\u2028b", "x" * 61, "a long value")
+#: Whens in normal form (None: an undated fact), and whens that are not.
+WHENS = (None, "2023", "2023-05", "2023-05-07", "2024-02-29")
+BAD_WHENS = ("2023-02-29", "2023-5-7", "", "May 2023", "1900-02-29")
+OPEN_SUBJECTS = ("Jo", "Al", "Bo", "Mary Ann", "")
+#: (subject pick, key, value, when, prev, v, born, t, uses) of an open slot; free a third of the time.
+OPEN_SLOT = Picks(
+    (None, None, 0, 0, 1, 1), OPEN_KEYS, OPEN_VALUES, WHENS, (None,) + OPEN_VALUES, (0, 1),
+    tuple(range(5)), tuple(range(5)), tuple(range(4)),
+)
+#: (kind, index offset, subject, key, value, when, breakage) of an open op.
+OPEN_OP = Picks(
+    OP_KINDS, tuple(range(4 * MAX_BUDGET + 3)), OPEN_SUBJECTS[:2] * 3 + OPEN_SUBJECTS,
+    OPEN_KEYS * 3 + BAD_KEYS, OPEN_VALUES * 3 + BAD_VALUES, WHENS * 3 + BAD_WHENS + (7,),
+    ("ok",) * 10 + ("drop", "retype", "extra", "not_dict"),
+)
+
+
+def open_slot(i: int, subject: str, key: str, value: str, when: str | None, rest: tuple) -> dict[str, Any]:
+    """An occupied slot of an open ledger, ``w`` present only for a dated fact, every field in file order."""
+    prev, v, born, t, uses = rest
+    slot = {"i": i, "s": subject, "p": key, "o": value}
+    if when is not None:
+        slot["w"] = when
+    slot.update(prev=prev, v=v, born=born, t=t, uses=uses)
+    return slot
+
+
+@st.composite
+def open_ledgers(draw: st.DrawFn, form: LedgerForm) -> list:
+    """A ledger valid under ``form`` (:func:`clerk.ledger.validate_ledger`): 1..8 slots, free and
+    occupied mixed, facts of the form's subjects and keys (the catalogue's when it has one)."""
+    budget = draw(st.integers(1, MAX_BUDGET))
+    keys = form.keys or OPEN_KEYS
+    ledger, taken = [], set()
+    for i in range(budget):
+        who, key, value, when, *rest = OPEN_SLOT.draw(draw)
+        subject = None if who is None else form.subjects[who % len(form.subjects)]
+        key = keys[OPEN_KEYS.index(key) % len(keys)]
+        if subject is None or (subject, key) in taken:
+            ledger.append({"i": i})
+            continue
+        taken.add((subject, key))
+        ledger.append(open_slot(i, subject, key, value, when, tuple(rest)))
+    return ledger
+
+
+@st.composite
+def open_ops(draw: st.DrawFn, budget: int) -> Any:
+    """A program element for an open ledger: mostly a well-shaped op whose subject, key, value and
+    when may each be of the form or not, sometimes a broken one or not an op at all."""
+    kind, offset, s, p, o, w, how = OPEN_OP.draw(draw)
+    i = _index(offset, budget)
+    if kind in ("ADD", "UPDATE"):
+        op = {"op": kind, "s": s, "p": p, "o": o} if kind == "ADD" else {"op": kind, "i": i, "s": s, "p": p, "o": o}
+        if w is not None:
+            op["w"] = w
+    else:
+        op = {"op": kind, "i": i}
+    if how == "drop":
+        op.pop(choose(draw, sorted(op)))
+    elif how == "retype":
+        op[choose(draw, sorted(set(op) - {"op"}))] = draw(BAD_FIELD_VALUES)
+    elif how == "extra":
+        op[draw(EXTRA_FIELDS)] = draw(json_values)
+    elif how == "not_dict":
+        return draw(json_values)
+    return op
+
+
+@st.composite
+def open_programs(draw: st.DrawFn, budget: int) -> list:
+    """A list of up to 6 open program elements."""
+    element = open_ops(budget)
+    return [draw(element) for _ in range(draw(st.integers(0, MAX_OPS)))]
+
+
+@st.composite
+def valid_open_programs(draw: st.DrawFn, ledger: list, form: LedgerForm) -> list[dict[str, Any]]:
+    """A program whose every op is valid in sequence under ``form`` (as :func:`valid_programs`),
+    its ADDs and UPDATEs dated or not."""
+    keys = form.keys or OPEN_KEYS
+    values = [v for v in OPEN_VALUES if len(v) <= form.max_value_chars]
+    program, state = [], ledger
+    for _ in range(draw(PROGRAM_LENGTHS)):
+        taken = [slot for slot in state if "s" in slot]
+        live = [slot for slot in taken if slot["v"] == 1]
+        fresh = [(s, k) for s in form.subjects for k in keys if all((x["s"], x["p"]) != (s, k) for x in taken)]
+        choices = (["ADD"] if fresh and len(taken) < len(state) else []) + (["UPDATE", "EVICT"] if taken else [])
+        choices += ["TOMBSTONE"] if live else []
+        if not choices:
+            break
+        kind, when = choose(draw, choices), choose(draw, WHENS)
+        if kind == "ADD":
+            s, p = choose(draw, fresh)
+            op = {"op": "ADD", "s": s, "p": p, "o": choose(draw, values)}
+        elif kind == "UPDATE":
+            slot = choose(draw, taken)
+            op = {"op": "UPDATE", "i": slot["i"], "s": slot["s"], "p": slot["p"],
+                  "o": choose(draw, [o for o in values if o != slot["o"]])}
+        else:
+            op = {"op": kind, "i": choose(draw, live if kind == "TOMBSTONE" else taken)["i"]}
+        if kind in ("ADD", "UPDATE") and when is not None:
+            op["w"] = when
+        program.append(op)
+        state, _ = reduce(state, [op], now=0, form=form)
     return program

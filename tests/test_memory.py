@@ -264,6 +264,43 @@ class TestModelWriters:
             assert ari.write_tokens == rt.count_tokens("UPDATE job chef\nADD car Fiat")
 
 
+class TestOpenLedgerTimelines:
+    def test_format_two_timeline_goes_through_its_form(self, tokenizer, monkeypatch):
+        """A format-2 timeline's form reaches every step of a ledger system: the writer gets the open
+        grammar of that form and its output compiles in the open language, the reducer rejects facts
+        out of form, questions record uses on their own subject, and the view names subject and date."""
+        import clerk.models.decoding as decoding
+        from clerk.form import LedgerForm
+        from clerk.program import program_grammar
+        from clerk.prompts import CHAT_TEMPLATE
+
+        tokenizer.chat_template = CHAT_TEMPLATE
+        form = LedgerForm(("Jo", "Al"))
+        timeline = {**two_personas()[0], "format": 2, "form": form.to_json()}
+        session = {**timeline["sessions"][1], "questions": [{"question": "?", "pred": "trip", "subject": "Al"}]}
+        calls = []
+
+        def fake_generate(model, tok, texts, max_new_tokens, batch_size, grammars=None, shared_prefix=None):
+            calls.append(grammars)
+            return ["ADD @2023-05-07 Al trip Paris\nADD Bo pet cat\nADD Jo Job_x y"]
+
+        monkeypatch.setattr(decoding, "greedy_generate", fake_generate)
+        rt = _runtime(tokenizer, constrained=True)
+        rt.predicates = ["job"]  # the closed catalogue: not used for an open timeline
+        rt._models = {"adapter": ("model", tokenizer)}
+        system = MEMORY_REGISTRY.get("clerk")(rt)
+        state = L.empty_ledger(3)
+        [result] = system.write([state], [timeline], [session])
+        assert calls == [[program_grammar(state, form)]]
+        assert result.state[0] == {"i": 0, "s": "Al", "p": "trip", "o": "Paris", "w": "2023-05-07", "prev": None,
+                                   "v": 1, "born": 1, "t": 1, "uses": 0}
+        assert [pos for pos, _ in result.invalid] == [1, 2] and result.program[2] == "ADD Jo Job_x y"  # no key: raw text
+        assert result.invalid[0][1] == "subject 'Bo' is not one of the ledger's subjects ('Jo', 'Al')"
+        asked = system.on_questions(result.state, timeline, session)
+        assert asked[0]["uses"] == 1
+        assert system.view(asked, timeline, session, session["questions"][0]).text == "Al / trip: Paris (on 2023-05-07)"
+
+
 class TestTranscriptViews:
     def test_full_shows_every_earlier_session(self, tokenizer):
         """The full view holds sessions 0..t-1 and never the current session."""

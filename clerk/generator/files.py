@@ -12,6 +12,7 @@ from typing import Any
 
 from clerk import ledger as L
 from clerk.errors import UserError
+from clerk.form import FormError, timeline_form
 from clerk.generator.questions import QUESTION_TYPES
 from clerk.generator.timelines import EVENT_KINDS
 
@@ -67,7 +68,8 @@ SESSION_FIELDS = {"index": int, "turns": list, "events": list, "questions": list
 def timeline_problem(obj: Any) -> str | None:
     """Why ``obj`` is not a persona timeline (:func:`write_timelines`' shape), or None.
 
-    Checked: a persona object with a non-empty ``sessions`` list; every session an object with
+    Checked: a format this code reads (``format``: absent or 1, or 2 with a valid ``form``:
+    :func:`clerk.form.timeline_form`); a persona object with a non-empty ``sessions`` list; every session an object with
     :data:`SESSION_FIELDS` of the right types (``index`` its position); turns
     ``{"role", "content"}`` strings; questions objects. Values inside are the evaluation's to judge.
 
@@ -75,9 +77,15 @@ def timeline_problem(obj: Any) -> str | None:
     "'sessions' must be a non-empty list of sessions, got []"
     >>> timeline_problem({"name": "Ari", "sessions": [{"index": 0, "turns": 5}]})
     "session 0: field 'turns' must be a list, got 5"
+    >>> timeline_problem({"format": 7, "name": "Ari", "sessions": []})
+    "field 'format' is 7: this clerk reads timeline formats 1 and 2 (a newer clerk wrote the file?)"
     """
     if not isinstance(obj, dict):
         return f"must be a persona object, got {type(obj).__name__}"
+    try:
+        timeline_form(obj)
+    except FormError as err:
+        return str(err)
     sessions = obj.get("sessions")
     if not isinstance(sessions, list) or not sessions:
         return f"'sessions' must be a non-empty list of sessions, got {sessions!r:.80}"

@@ -8,6 +8,10 @@ reducer, so no output can break the budget. A model writer reads the exact seria
 ``clerk.program`` (compiled to SPEC ops against its own ledger); with ``constrained`` decoding
 its output is held to that language's grammar for its ledger (``clerk.models.constrained``).
 
+A timeline of format 2 carries its ledger's form (``clerk.form.timeline_form``, SPEC §1.7): the
+reducer then checks every fact against it, and a model writer compiles and is constrained in the
+open language of that form. Format-1 timelines (the closed benchmark) go exactly as before.
+
 Question-time bookkeeping (a simulation choice, documented here once): when a question about
 (persona, pred) is answered, ``uses`` of that slot in the system's *own* ledger is incremented
 (``ledger.record_use``), exactly as the generator does for the gold ledger. All of a session's
@@ -26,6 +30,7 @@ from typing import Any
 
 from clerk import ledger as L
 from clerk import prompts
+from clerk.form import timeline_form
 from clerk.memory.base import MemorySystem, View, WriteResult
 from clerk.memory.forgetting import free_predicate, free_values
 
@@ -50,12 +55,12 @@ class LedgerSystem(MemorySystem):
         return L.empty_ledger(timeline["budget"])
 
     def on_questions(self, state: list, timeline: dict, session: dict) -> list:
-        for question in session.get("questions", []):
-            state = L.record_use(state, timeline["name"], question["pred"])
+        for question in session.get("questions", []):  # an open ledger's question names its subject
+            state = L.record_use(state, question.get("subject", timeline["name"]), question["pred"])
         return state
 
     def view(self, state: list, timeline: dict, session: dict, question: dict) -> View:
-        return View(prompts.reader_ledger(state))
+        return View(prompts.reader_ledger(state, timeline_form(timeline)))
 
     def ledger(self, state: list) -> list:
         return state
@@ -69,8 +74,9 @@ class LedgerSystem(MemorySystem):
         proposals = self.propose(states, timelines, sessions)
         assert len(proposals) == len(states)
         results = []
-        for state, session, prop in zip(states, sessions, proposals):
-            new_state, report = L.reduce(state, prop.program, session["index"], strict=False)
+        for state, timeline, session, prop in zip(states, timelines, sessions, proposals):
+            new_state, report = L.reduce(state, prop.program, session["index"], strict=False,
+                                         form=timeline_form(timeline))
             n_ops = len(prop.program) if isinstance(prop.program, list) else 1
             assert len(new_state) == len(state)  # the budget never changes
             results.append(WriteResult(
@@ -118,14 +124,16 @@ class ModelLedgerSystem(LedgerSystem):
 
         model, tok = self.rt.model(self.writer_kind)
         texts = [chat_prompt(tok, self.messages(state, session)) for state, session in zip(states, sessions)]
+        # Who writes: the persona's name (closed language) or the timeline's form (open language).
+        writers = [timeline_form(tl) or tl["name"] for tl in timelines]
         grammars = None
         if self.rt.config.constrained if self.constrained is None else self.constrained:
-            grammars = [program_grammar(state, tl["name"], self.rt.predicates) for state, tl in zip(states, timelines)]
+            grammars = [program_grammar(state, who, self.rt.predicates) for state, who in zip(states, writers)]
         outputs = greedy_generate(model, tok, texts, max_new_tokens=self.rt.config.max_new_tokens,
                                   batch_size=self.rt.config.batch_size, grammars=grammars,
                                   shared_prefix=self.shared_prefix(tok))
         proposals = []
-        for out, state, tl, session in zip(outputs, states, timelines, sessions):
-            compiled = compile_program(out, state, tl["name"], session["index"])
+        for out, state, who, session in zip(outputs, states, writers, sessions):
+            compiled = compile_program(out, state, who, session["index"])
             proposals.append(Proposal(out, compiled.program, compiled.parse_failed, self.rt.count_tokens(out)))
         return proposals

@@ -140,9 +140,10 @@ def code(*modules):
     """Library files a job runs; declared as inputs so that a code change reruns the job.
 
     A name is a module (``clerk/<name>.py``) or a package (every ``clerk/<name>/*.py``).
+    Every job runs the ledger: ``clerk/ledger.py`` and the modules it is built from.
     """
     files = []
-    for name in ("ledger", "cli", *modules):
+    for name in ("ledger", "slots", "ledger_text", "form", "cli", *modules):
         package = Path("clerk") / name
         if package.is_dir():
             files += sorted(str(path) for path in package.glob("*.py"))
