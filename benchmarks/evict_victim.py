@@ -129,7 +129,7 @@ def run(args: argparse.Namespace) -> None:
     try:
         clerk_main(["evaluate", "--timelines", str(val), "--model", str(args.model), "--adapter", str(args.adapter),
                     "--systems", "clerk", "--reader", "rule", "--max-new-tokens", "64", "--batch-size", "16",
-                    "--dtype", "float32", "--threads", "1", "--quiet", "--out", str(args.out / "eval")])
+                    "--dtype", args.dtype, "--threads", "1", "--quiet", "--out", str(args.out / "eval")])
     finally:
         P._compile_line, P.compile_program = original_line, original_compile
         C.GrammarConstraint.apply = original_apply
@@ -180,6 +180,8 @@ def main() -> None:
     ap.add_argument("--stop-penalty", type=float, default=0.0,
                     help="subtract this from the end-of-turn logits at every decoding step (a lever against facts "
                          "left unwritten, benchmarks/first_errors.py; measured: no gain, docs/DECISIONS.md)")
+    ap.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32",
+                    help="the writer's inference dtype (clerk evaluate --dtype; default float32)")
     ap.add_argument("--diagnose", action="store_true", help="only sort the EVICT errors of an earlier run in --out")
     args = ap.parse_args()
     diagnose(args) if args.diagnose else run(args)

@@ -175,6 +175,7 @@ def _train(spec: dict, max_steps: int, snapshot_steps: int) -> dict[str, Any]:
             "lora_dropout", "precision", "bf16", "save_steps")
     return {**{key: spec[key] for key in keys}, "max_steps": max_steps, "snapshot_steps": snapshot_steps,
             "lora_targets": list(spec["lora_targets"]), "modules_to_save": list(spec.get("modules_to_save") or []),
+            "lora_layers": spec.get("lora_layers", 0),
             "eval": spec["validation_loss"]}
 
 

@@ -23,7 +23,7 @@ from clerk.report.tabular import markdown_table, read_json
 
 #: The ``clerk train`` settings the setup reports.
 TRAIN_SETTINGS = ("lr", "epochs", "max_steps", "batch_size", "grad_accum", "max_length", "lora_r",
-                  "lora_alpha", "lora_dropout", "lora_targets", "modules_to_save", "warmup", "scheduler")
+                  "lora_alpha", "lora_dropout", "lora_targets", "lora_layers", "modules_to_save", "warmup", "scheduler")
 
 
 def _first_json_line(path: str) -> dict:

@@ -97,6 +97,8 @@ def _add_lora_args(g, d: TrainConfig) -> None:
     g.add_argument("--lora-r", dest="lora_r", type=int, default=d.lora_r, help=f"LoRA rank (default: {d.lora_r})")
     g.add_argument("--lora-alpha", dest="lora_alpha", type=int, default=d.lora_alpha, help=f"LoRA alpha; scale = alpha / r (default: {d.lora_alpha})")
     g.add_argument("--lora-dropout", dest="lora_dropout", type=float, default=d.lora_dropout, help=f"dropout on the LoRA input (default: {d.lora_dropout})")
+    g.add_argument("--lora-layers", dest="lora_layers", type=int, default=d.lora_layers,
+                   help="adapt the top N decoder layers only; backward stops below them (default: 0 = every layer)")
     g.add_argument("--lora-targets", dest="lora_targets", type=_csv_tuple, default=d.lora_targets,
                    help=f"comma list of module names to adapt (default: {','.join(d.lora_targets)})")
     g.add_argument("--modules-to-save", dest="modules_to_save", type=_csv_tuple, default=d.modules_to_save,

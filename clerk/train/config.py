@@ -45,6 +45,9 @@ class TrainConfig:
     lora_dropout: float = 0.05
     lora_targets: tuple[str, ...] = DEFAULT_TARGETS
     modules_to_save: tuple[str, ...] = ()  # fully trained extra modules, e.g. embed_tokens,lm_head (scratch)
+    # LoRA on the top N decoder layers only (0 = every layer): backward then stops at the lowest
+    # adapted layer, so a step costs a full forward and a backward through N layers
+    lora_layers: int = 0
     # bookkeeping
     save_steps: int = 50  # checkpoint every N optimizer steps; 0 = never (no resume)
     logging_steps: int = 5
@@ -72,6 +75,7 @@ class TrainConfig:
             ("lora_r", self.lora_r >= 1, ">= 1"),
             ("lora_alpha", self.lora_alpha >= 1, ">= 1"),
             ("lora_dropout", 0 <= self.lora_dropout < 1, "in [0, 1)"),
+            ("lora_layers", self.lora_layers >= 0, ">= 0 (0 = every layer)"),
             ("save_steps", self.save_steps >= 0, ">= 0"),
             ("snapshot_steps", self.snapshot_steps >= 0, ">= 0"),
             ("logging_steps", self.logging_steps >= 1, ">= 1"),

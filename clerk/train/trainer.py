@@ -200,6 +200,7 @@ def _build_model(cfg: TrainConfig, model_dir: Path, device: str, bf16: bool, pre
     lora_kwargs: dict[str, Any] = {}
     if cfg.modules_to_save and getattr(base.config, "tie_word_embeddings", False):
         lora_kwargs["ensure_weight_tying"] = True  # keep a tied lm_head/embedding pair tied
+    lora_kwargs |= _top_layers(base, cfg.lora_layers)
     lora = LoraConfig(
         r=cfg.lora_r, lora_alpha=cfg.lora_alpha, lora_dropout=cfg.lora_dropout,
         target_modules=list(cfg.lora_targets), modules_to_save=list(cfg.modules_to_save) or None,
@@ -213,6 +214,24 @@ def _build_model(cfg: TrainConfig, model_dir: Path, device: str, bf16: bool, pre
     if wrong:  # PEFT upcasts bf16 adapters to fp32; a version that stopped doing so must not train in bf16
         raise RuntimeError(f"trainable parameters not in fp32: {wrong[:3]}")
     return model, tokenizer, weights_dtype
+
+
+def _top_layers(base, n: int) -> dict[str, Any]:
+    """LoraConfig arguments that adapt the top ``n`` decoder layers only ({} for 0 = every layer).
+
+    Nothing below the lowest adapted layer then needs a gradient, so autograd stops there: the
+    step costs a full forward and a backward through ``n`` layers (gradient checkpointing is off,
+    so no input is made to require a gradient).
+
+    Raises:
+        UserError: ``n`` exceeds the model's decoder layers.
+    """
+    if not n:
+        return {}
+    total = base.config.num_hidden_layers
+    if n > total:
+        raise UserError(f"--lora-layers (config train.lora_layers): {n} exceeds the model's {total} decoder layers")
+    return {"layers_to_transform": list(range(total - n, total))}
 
 
 def _sft_args(cfg: TrainConfig, ckpt_dir: Path, device: str, bf16: bool):
