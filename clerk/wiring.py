@@ -167,16 +167,20 @@ def _generate(config: dict, size: dict, split: str, forgets: int = 0) -> dict[st
         out["evict_personas"] = size["evict_personas"]
         if "evict_adds" in size:
             out["evict_adds"] = list(size["evict_adds"])
+    if size.get("compose", 0):  # likewise: compositional wording only when on
+        out["compose"] = size["compose"]
     return out
 
 
 def _train(spec: dict, max_steps: int, snapshot_steps: int) -> dict[str, Any]:
     keys = ("lr", "epochs", "batch_size", "grad_accum", "max_length", "lora_r", "lora_alpha",
             "lora_dropout", "precision", "bf16", "save_steps")
-    return {**{key: spec[key] for key in keys}, "max_steps": max_steps, "snapshot_steps": snapshot_steps,
-            "lora_targets": list(spec["lora_targets"]), "modules_to_save": list(spec.get("modules_to_save") or []),
-            "lora_layers": spec.get("lora_layers", 0),
-            "eval": spec["validation_loss"]}
+    out = {**{key: spec[key] for key in keys}, "max_steps": max_steps, "snapshot_steps": snapshot_steps,
+           "lora_targets": list(spec["lora_targets"]), "modules_to_save": list(spec.get("modules_to_save") or []),
+           "eval": spec["validation_loss"]}
+    if spec.get("lora_layers", 0):  # only when on: with every layer the object stays as before
+        out["lora_layers"] = spec["lora_layers"]
+    return out
 
 
 def _sft(config: dict, role: str) -> dict[str, Any]:
@@ -234,8 +238,10 @@ def stage_config(config: dict, stage: str, **wildcards: str) -> dict[str, Any]:
         first = str(config["seeds"][0])
         snapshots = config["train"].get("snapshot_steps", 0) if str(wildcards["seed"]) == first else 0
         return _train(config["train"], config["train"]["max_steps"], snapshots)
-    if stage == "train_reader":  # the `train` recipe with the reader block's steps, no snapshots
-        return _train(config["train"], config["reader"]["max_steps"], 0)
+    if stage == "train_reader":  # the `train` recipe with the reader block's steps and precision, no snapshots
+        reader = config["reader"]
+        return _train(config["train"] | {"precision": reader.get("precision", config["train"]["precision"])},
+                      reader["max_steps"], 0)
     if stage == "learning_curve":
         return {"sessions": config["train"]["curve_sessions"], "max_new_tokens": evaluate["max_new_tokens"],
                 "batch_size": evaluate["batch_size"], "dtype": evaluate["dtype"], **_phrasings(config)}

@@ -71,6 +71,12 @@ BAD_CONFIGS = [
     ("data.test.evict_adds", [3], "config.data.test.evict_adds: [3] is too short"),
     ("data.train.evict_adds", [3, 4], "config.data.train.evict_adds: [3, 4] is set but config.data.train.evict_personas "
                                       "is 0 (the range applies to slice personas only"),
+    # Compositional wording, top-layer LoRA and the reader's precision.
+    ("data.train.compose", 1.5, "config.data.train.compose: 1.5 is greater than the maximum of 1"),
+    ("data.train.compose", "0.3", "config.data.train.compose: '0.3' is not of type 'number'"),
+    ("train.lora_layers", -1, "config.train.lora_layers: -1 is less than the minimum of 0"),
+    ("train.lora_layers", 2.0, "config.train.lora_layers: 2.0 is a float, not an integer (write 2)"),
+    ("reader.precision", "bf16", "config.reader.precision: 'bf16' is not one of ['auto', 'fp32', 'bf16-frozen']"),
     ("evaluate.teacher_forced", ["oracle"], "config.evaluate.teacher_forced: 'oracle' is not a model writer (allowed: "
                                             "the model writers ['clerk', 'clerk-unconstrained', 'prompted-ledger']"),
     ("evaluate.teacher_forced", ["clerk-unconstrained"], "config.evaluate.teacher_forced: 'clerk-unconstrained' is not "
@@ -149,6 +155,22 @@ class TestValidateConfig:
 
         assert not {"evict_personas", "evict_adds"} & set(stage_config(config, "generate", split="test"))
         assert stage_config(config, "evaluate")["teacher_forced"] == []
+
+    def test_compose_layers_and_reader_precision_wiring(self):
+        """compose and lora_layers reach the rule objects only when on (else they stay as before);
+        the reader trains at reader.precision, or at train.precision without it."""
+        from clerk.wiring import stage_config
+
+        config = validate_config(_default())
+        assert "compose" not in stage_config(config, "generate", split="train")
+        assert "lora_layers" not in stage_config(config, "train", seed="137")
+        config["data"]["train"]["compose"], config["train"]["lora_layers"] = 0.3, 15
+        config["train"]["precision"], config["reader"]["precision"] = "auto", "fp32"
+        assert stage_config(config, "generate", split="train")["compose"] == 0.3
+        assert stage_config(config, "train", seed="137")["lora_layers"] == 15
+        assert stage_config(config, "train_reader", seed="31")["precision"] == "fp32"
+        del config["reader"]["precision"]
+        assert stage_config(config, "train_reader", seed="31")["precision"] == "auto"
 
     @pytest.mark.parametrize("field", ["sft.answer_views", "sft.evict_weight", "evaluate.reader_model"])
     def test_required(self, field):

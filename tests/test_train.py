@@ -445,3 +445,36 @@ class TestPrecision:
         assert record["precision"] == precision and record["config"]["precision"] == precision
         assert isinstance(record["bf16_units"], bool) and "bf16_units" in record["numerics"]
         assert record["weights_dtype"] == ("bfloat16" if precision == "bf16-frozen" else "float32")
+
+
+class TestTopLayers:
+    def test_only_the_top_layers_are_adapted_and_backward_stops_below(self, workdir):
+        """--lora-layers 1 on the 2-layer model: the adapter holds layer 1's LoRA weights only,
+        and layer 0's output needs no gradient (so backward never runs through it)."""
+        from safetensors import safe_open
+
+        result = run_training(config(workdir, "top1", max_steps=3, save_steps=0, eval=False, lora_layers=1))
+        with safe_open(str(result.out / "adapter_model.safetensors"), "pt") as handle:
+            keys = list(handle.keys())
+        assert keys and all(".layers.1." in k for k in keys)
+        seen = []
+        layers = result.model.get_base_model().model.layers
+        hooks = [layer.register_forward_hook(lambda _m, _i, out: seen.append(
+            (out[0] if isinstance(out, tuple) else out).requires_grad)) for layer in layers]
+        try:
+            result.model(input_ids=torch.tensor([[1, 2, 3]]))
+        finally:
+            for hook in hooks:
+                hook.remove()
+        assert seen == [False, True]
+        record = json.loads((result.out / "train_config.json").read_text())
+        assert record["config"]["lora_layers"] == 1
+
+    def test_more_layers_than_the_model_is_user_error(self, workdir):
+        with pytest.raises(UserError, match=r"^--lora-layers \(config train.lora_layers\): 3 exceeds the model's 2 "
+                                            r"decoder layers$"):
+            run_training(config(workdir, "top3", max_steps=1, save_steps=0, eval=False, lora_layers=3))
+
+    def test_negative_is_user_error(self):
+        with pytest.raises(UserError, match=r"^--lora-layers must be >= 0 \(0 = every layer\), got -1$"):
+            TrainConfig(sft="s", model="m", out="o", lora_layers=-1)

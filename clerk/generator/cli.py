@@ -22,7 +22,7 @@ def main(args: Any) -> None:
     cfg = GeneratorConfig(seed=args.seed, split=args.split, personas=args.personas, sessions=args.sessions,
                           budget=args.budget, n_init=args.init_facts, forgets=args.forgets,
                           questions=_questions(args.questions), evict_personas=args.evict_personas,
-                          evict_adds=_evict_adds(args.evict_adds))
+                          evict_adds=_evict_adds(args.evict_adds), compose=args.compose)
     timelines = generate_from_config(cfg, args.phrasings)
     write_timelines(args.out, timelines)
     print(json.dumps(timeline_stats(timelines), indent=1), file=sys.stderr)
@@ -100,6 +100,11 @@ def register_cli(sub: Any) -> None:
     low, high = GeneratorConfig.evict_adds
     p.add_argument("--evict-adds", dest="evict_adds", type=_evict_adds, default=(low, high), metavar="LOW-HIGH",
                    help=f"ADDs per session of each slice persona, a range drawn uniformly (default: {low}-{high})")
+    p.add_argument("--compose", type=float, default=0.0, metavar="P",
+                   help="compositional wording: each rewrite of a user line (opener, two facts in one line, an "
+                   "in-line correction, a fact about someone else; clerk.generator.compose) is tried with "
+                   "probability P; facts and gold programs stay those of P = 0; 0 = none, output unchanged "
+                   "(default: 0)")
     p.add_argument("--phrasings", default=None, metavar="FILE",
                    help="YAML phrasings file replacing the built-in catalogue (schema: clerk/phrasing/catalogue.yaml)")
     # where to write

@@ -42,6 +42,8 @@ class GeneratorConfig:
             byte-identical with or without the slice; each slice persona has ``"slice": "evict"``.
             0 = none, output byte-identical to a run without the option.
         evict_adds: per-session ADD count range of the slice personas.
+        compose: probability each compositional rewrite of a user line is tried
+            (:mod:`clerk.generator.compose`); 0 = none, output byte-identical to a run without it.
     """
 
     seed: int
@@ -58,6 +60,7 @@ class GeneratorConfig:
     forgets: int = 0
     evict_personas: int = 0
     evict_adds: tuple[int, int] = (3, 4)
+    compose: float = 0.0
 
     def __post_init__(self) -> None:
         if self.split not in SPLITS:
@@ -71,6 +74,8 @@ class GeneratorConfig:
             if type(value) is not int or (low is not None and value < low):
                 expected = "an int" if low is None else f"an int >= {low}"
                 raise UserError(f"{name} must be {expected}, got {value!r}")
+        if type(self.compose) not in (int, float) or not 0 <= self.compose <= 1:
+            raise UserError(f"compose must be a number from 0 to 1, got {self.compose!r}")
         if type(self.forgets) is not int or not 0 <= self.forgets <= self.sessions - 1:
             raise UserError(f"forgets must be an int from 0 to sessions - 1 = {self.sessions - 1} "
                             f"(one forget per session >= 1), got {self.forgets!r}")

@@ -15,6 +15,9 @@ once), and 1-3 questions (:mod:`clerk.generator.questions`).
   second round appends ``-2`` (then ``-3`` ...) to keep names unique.
 * With ``forgets`` > 0, forget requests free a fact before some sessions and the session dicts
   gain a ``forget`` key (:mod:`clerk.generator.forgets`); with 0 nothing changes.
+* With ``compose`` > 0 the user lines are rebuilt from parts (openers, two facts in one line,
+  corrections, facts about someone else: :mod:`clerk.generator.compose`) on a stream of their own;
+  the events, gold programs and questions stay those of the plain run; with 0 nothing changes.
 
 Determinism: one ``random.Random`` per run seeded with the string ``clerk.generator:{seed}:{split}``
 (string seeds are hashed with SHA-512 by ``random``, so ``PYTHONHASHSEED`` does not matter); no
@@ -33,6 +36,7 @@ from typing import Any
 from clerk import ledger as L
 from clerk.errors import UserError
 from clerk.generator.catalogue import Catalogue, load_catalogue
+from clerk.generator.compose import Composer
 from clerk.generator.config import NAME_LIST, GeneratorConfig
 from clerk.generator.forgets import draw_forget, forget_sessions, record_values
 from clerk.generator.gold import gold_program
@@ -90,7 +94,8 @@ def _plan_events(rng: random.Random, cfg: GeneratorConfig, cat: Catalogue, facts
     return events
 
 
-def _persona(rng: random.Random, cfg: GeneratorConfig, cat: Catalogue, name: str) -> dict[str, Any]:
+def _persona(rng: random.Random, cfg: GeneratorConfig, cat: Catalogue, name: str,
+             composer: Composer) -> dict[str, Any]:
     facts: dict[str, Fact] = {}  # insertion order = order first stated
     ledger = L.empty_ledger(cfg.budget)
     sessions = []
@@ -119,11 +124,16 @@ def _persona(rng: random.Random, cfg: GeneratorConfig, cat: Catalogue, name: str
         rng.shuffle(items)
         turns = [{"role": "user", "content": rng.choice(cat.greetings).format(name=name)},
                  {"role": "assistant", "content": rng.choice(cat.welcomes)}]
-        for item in items:
-            turns.append({"role": "user", "content": item["text"] if isinstance(item, dict) else item})
-            turns.append({"role": "assistant", "content": rng.choice(cat.acknowledgements)})
-        events = [{"kind": e["kind"], "pred": e["pred"], "value": e["value"], "text": e["text"]}
-                  for e in items if isinstance(e, dict)]
+        # One acknowledgement drawn per planned item, as without composition; a composed session
+        # (fewer or more lines) takes its extra ones from the composer's own stream.
+        acks = [rng.choice(cat.acknowledgements) for _ in items]
+        lines = composer.session(items, cat)  # the plain lines unless cfg.compose > 0
+        acks += [composer.rng.choice(cat.acknowledgements) for _ in range(len(lines) - len(acks))]
+        for line, ack in zip(lines, acks):
+            turns.append({"role": "user", "content": line.text})
+            turns.append({"role": "assistant", "content": ack})
+        events = [{"kind": e["kind"], "pred": e["pred"], "value": e["value"], "text": line.text}
+                  for line in lines for e in line.events]
         # 2. gold program in transcript order, checked against a strict reduce of the whole program.
         program = gold_program(before, events, name, index)
         after, _ = L.reduce(before, program, now=index, strict=True)
@@ -153,13 +163,14 @@ def generate_from_config(cfg: GeneratorConfig, catalogue: Catalogue | str | Path
     rng = random.Random(cfg.rng_seed)
     # The name order does not depend on the count, so slice personas never rename regular ones.
     names = persona_names(rng, catalogue.names[NAME_LIST[cfg.split]], cfg.personas + cfg.evict_personas)
-    out = [_persona(rng, cfg, catalogue, name)
+    composer = Composer(cfg.compose, cfg.rng_seed)
+    out = [_persona(rng, cfg, catalogue, name, composer)
            for name in tqdm(names[:cfg.personas], desc=f"generate {cfg.split}", unit="persona", disable=None,
                             leave=False)]
     if cfg.evict_personas:  # eviction-pressure slice (issue 46), after the regular personas
         pressure = replace(cfg, adds=cfg.evict_adds, questions=(0, 0), evict_personas=0)
         for name in names[cfg.personas:]:
-            out.append({**_persona(rng, pressure, catalogue, name), "slice": "evict"})
+            out.append({**_persona(rng, pressure, catalogue, name, composer), "slice": "evict"})
     return out
 
 
