@@ -478,3 +478,13 @@ class TestTopLayers:
     def test_negative_is_user_error(self):
         with pytest.raises(UserError, match=r"^--lora-layers must be >= 0 \(0 = every layer\), got -1$"):
             TrainConfig(sft="s", model="m", out="o", lora_layers=-1)
+
+    def test_bench_times_top_layer_modes(self, workdir):
+        """clerk bench-train times '-topN' modes on the same batches; a bad name fails before training."""
+        result = bench_throughput(str(workdir["model"]), str(workdir["sft"]), steps=2, batch_size=2, max_length=256,
+                                  threads=1, modes=("fp32", "fp32-top1"))
+        assert result["fp32"]["tokens"] == result["fp32-top1"]["tokens"] > 0
+        assert result["loss_diff"]["fp32-top1"]["max_abs"] > 0  # a different model: layer 0 is not adapted
+        for bad in ("fp32-top0", "fp16", "bf16-frozen-topx"):
+            with pytest.raises(UserError, match=rf"^--modes: unknown '{bad}'; known: fp32, bf16-frozen, bf16-autocast"):
+                bench_throughput(str(workdir["model"]), str(workdir["sft"]), steps=1, modes=("fp32", bad))

@@ -3,7 +3,7 @@
 
 Modes (:data:`MODES`): ``fp32``; ``bf16-frozen`` (frozen base weights bf16, LoRA adapters fp32,
 issue 45); ``bf16-autocast`` (fp32 weights under CPU bf16 autocast: every frozen weight, the tied
-LM head included, is cast at every step).
+LM head included, is cast at every step); any of them with ``-topN``: LoRA on the top N layers only.
 
     clerk bench-train --model resources/models/smollm2-135m --sft results/sft/137 --steps 5
 """
@@ -29,6 +29,23 @@ MODES: dict[str, tuple[str, str]] = {
 }
 
 
+def mode_settings(name: str) -> tuple[str, str, int]:
+    """A benchmarked mode's ``(precision, bf16, lora_layers)``: a name of :data:`MODES`, optionally
+    with ``-topN`` for LoRA on the top N layers only (``TrainConfig.lora_layers``).
+
+    >>> mode_settings("bf16-frozen-top15"), mode_settings("fp32")
+    (('bf16-frozen', 'off', 15), ('fp32', 'off', 0))
+    """
+    base, _, top = name.rpartition("-top")
+    if base in MODES and top.isdigit() and int(top) > 0:
+        return (*MODES[base], int(top))
+    if name in MODES:
+        return (*MODES[name], 0)
+    from clerk.errors import UserError
+
+    raise UserError(f"--modes: unknown {name!r}; known: {', '.join(MODES)}, each optionally with -topN (N >= 1)")
+
+
 def bench_throughput(model: str, sft: str, steps: int, batch_size: int = 4, max_length: int = 1024,
                      seed: int = 0, threads: int = 0, modes: tuple[str, ...] = tuple(MODES),
                      rounds: int = 1) -> dict[str, Any]:
@@ -51,11 +68,7 @@ def bench_throughput(model: str, sft: str, steps: int, batch_size: int = 4, max_
     import torch
     from transformers import TrainerCallback
 
-    unknown = [m for m in modes if m not in MODES]
-    if unknown:
-        from clerk.errors import UserError
-
-        raise UserError(f"--modes: unknown {', '.join(unknown)}; known: {', '.join(MODES)}")
+    settings = {m: mode_settings(m) for m in modes}  # unknown names fail here, before any training
 
     class StepTimer(TrainerCallback):
         def __init__(self) -> None:
@@ -71,12 +84,12 @@ def bench_throughput(model: str, sft: str, steps: int, batch_size: int = 4, max_
     with tempfile.TemporaryDirectory(prefix="clerk-bench-") as tmp:
         for r in range(rounds):
             for name in modes:
-                precision, bf16 = MODES[name]
+                precision, bf16, top = settings[name]
                 timer = StepTimer()
                 cfg = TrainConfig(sft=sft, model=model, out=str(Path(tmp) / f"{name}-{r}"), seed=seed,
                                   max_steps=steps + 1, batch_size=batch_size, max_length=max_length,
                                   precision=precision, bf16=bf16, save_steps=0, logging_steps=1, eval=False,
-                                  threads=threads, lora_dropout=0.0)
+                                  threads=threads, lora_dropout=0.0, lora_layers=top)
                 print(f"clerk bench-train: {name}, round {r + 1}/{rounds} ({steps} timed steps + 1 warm-up)",
                       file=sys.stderr)
                 run_training(cfg, extra_callbacks=[timer])

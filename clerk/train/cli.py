@@ -145,7 +145,7 @@ def _add_bench_parser(sub) -> None:
     b.add_argument("--seed", type=int, default=0, help="seed, so both precisions see the same batches (default: 0)")
     b.add_argument("--threads", type=int, default=0, help="torch CPU threads; 0 = torch default (default: 0)")
     b.add_argument("--modes", type=_csv_tuple, default=tuple(MODES),
-                   help=f"comma list of precision modes, timed in turn (default: {','.join(MODES)})")
+                   help=f"comma list of precision modes, each optionally with -topN (LoRA on the top N layers only), timed in turn (default: {','.join(MODES)})")
     b.add_argument("--rounds", type=int, default=1, help="rounds of the modes in turn, A B A B (default: 1)")
     b.add_argument("--json", help="also write the result as JSON to this file")
     b.set_defaults(func=_bench_main)
