@@ -88,6 +88,11 @@ class Composer:
             lines.insert(self.rng.randint(0, len(lines)), self._someone_else(catalogue))
         return lines
 
+    def extra_acknowledgements(self, count: int, catalogue) -> list[str]:
+        """Assistant replies for the ``count`` lines a composed session has beyond its planned
+        items (none when ``count`` <= 0), drawn from the composer's stream, not the run's."""
+        return [self.rng.choice(catalogue.acknowledgements) for _ in range(count)]
+
     def _correct(self, line: Line, catalogue) -> None:
         """State the fact with a wrong value first, then correct it in the same line."""
         event = line.events[0]

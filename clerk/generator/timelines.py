@@ -128,7 +128,7 @@ def _persona(rng: random.Random, cfg: GeneratorConfig, cat: Catalogue, name: str
         # (fewer or more lines) takes its extra ones from the composer's own stream.
         acks = [rng.choice(cat.acknowledgements) for _ in items]
         lines = composer.session(items, cat)  # the plain lines unless cfg.compose > 0
-        acks += [composer.rng.choice(cat.acknowledgements) for _ in range(len(lines) - len(acks))]
+        acks += composer.extra_acknowledgements(len(lines) - len(acks), cat)
         for line, ack in zip(lines, acks):
             turns.append({"role": "user", "content": line.text})
             turns.append({"role": "assistant", "content": ack})
