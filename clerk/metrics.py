@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
+from clerk.form import LedgerForm
 from clerk.ledger import OP_KINDS, Ledger, check_op, dumps, is_free, reduce
 
 #: A canonical op: ("ADD"|"UPDATE", s, p, o), ("TOMBSTONE"|"EVICT", s, p) or
@@ -66,7 +67,7 @@ def _op_json(op: Any) -> str:
         return text
 
 
-def canonical_ops(ledger_before: Ledger, program: Any, now: int) -> list[CanonicalOp]:
+def canonical_ops(ledger_before: Ledger, program: Any, now: int, form: LedgerForm | None = None) -> list[CanonicalOp]:
     """Resolve a program's slot indices to the facts they touch.
 
     The program is applied op by op with the lenient reducer, so each op is resolved against the
@@ -78,6 +79,8 @@ def canonical_ops(ledger_before: Ledger, program: Any, now: int) -> list[Canonic
         ledger_before: the ledger the program was written against (not mutated).
         program: the parsed program; a non-list is one invalid op.
         now: session index (only passed to the reducer).
+        form: an open ledger's form (SPEC §1.7): ops are checked under it, and a dated ADD/UPDATE
+            resolves to ``(kind, s, p, o, w)``, so a wrong date is a wrong op. None = closed.
 
     Returns:
         One canonical tuple per op, in program order.
@@ -92,18 +95,18 @@ def canonical_ops(ledger_before: Ledger, program: Any, now: int) -> list[Canonic
     ledger = ledger_before
     out: list[CanonicalOp] = []
     for op in program:
-        if check_op(ledger, op) is not None:
+        if check_op(ledger, op, form) is not None:
             kind = op.get("op") if isinstance(op, dict) else None
             out.append(("INVALID", kind if kind in OP_KINDS else "", _op_json(op)))
             continue
         kind = op["op"]
         if kind in ("ADD", "UPDATE"):
-            out.append((kind, op["s"], op["p"], op["o"]))
+            out.append((kind, op["s"], op["p"], op["o"], *([op["w"]] if "w" in op else [])))
         else:
             slot = ledger[op["i"]]
             assert not is_free(slot)  # check_op rejects free slots for TOMBSTONE/EVICT
             out.append((kind, slot["s"], slot["p"]))
-        ledger, _ = reduce(ledger, [op], now, strict=True)
+        ledger, _ = reduce(ledger, [op], now, strict=True, form=form)
     return out
 
 
@@ -119,6 +122,7 @@ def op_scores(
     now: int,
     *,
     gold_ledger_before: Ledger | None = None,
+    form: LedgerForm | None = None,
 ) -> dict[str, Any]:
     """Score a predicted program against the gold one.
 
@@ -134,6 +138,7 @@ def op_scores(
         gold_ledger_before: the ledger the gold program was written against, when a system's own
             ledger has drifted from gold (evaluation); default ``ledger_before``. Because ops are
             compared as facts, a correct op matches even if the slot positions differ.
+        form: an open ledger's form (:func:`canonical_ops`); None = closed.
 
     Returns:
         ``{"tp","fp","fn","precision","recall","f1","n_invalid","by_type"}`` where ``by_type``
@@ -147,8 +152,8 @@ def op_scores(
     >>> s["by_type"]["EVICT"]["fp"], s["by_type"]["UPDATE"]["f1"]
     (1, 1.0)
     """
-    pred = canonical_ops(ledger_before, pred_program, now)
-    gold = canonical_ops(ledger_before if gold_ledger_before is None else gold_ledger_before, gold_program, now)
+    pred = canonical_ops(ledger_before, pred_program, now, form)
+    gold = canonical_ops(ledger_before if gold_ledger_before is None else gold_ledger_before, gold_program, now, form)
     matched = Counter(pred) & Counter(gold)
     tp_by = Counter()
     for cop, n in matched.items():

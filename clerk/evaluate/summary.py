@@ -21,6 +21,7 @@ from typing import Any
 
 from clerk.evaluate.schemas import OP_FIELDS, QUESTION_TYPES
 from clerk.evaluate.teacher import drifted
+from clerk.form import timeline_form
 from clerk.ledger import OP_KINDS
 from clerk.memory import EvalConfig, MemorySystem
 from clerk.metrics import micro_op_scores, op_scores, state_f1
@@ -50,7 +51,7 @@ def ledger_row(name: str, tl: dict, session: dict, before: list, result: Any) ->
     ledger, the gold one on the gold ledger (ops compare as facts). The teacher-forced columns
     are null until :func:`set_teacher_forced` fills them."""
     scores = op_scores(before, result.program, session["gold_ops"], session["index"],
-                       gold_ledger_before=session["ledger_before"])
+                       gold_ledger_before=session["ledger_before"], form=timeline_form(tl))
     row = {
         "system": name, "persona": tl["name"], "split": tl["split"], "seed": tl["seed"], "session": session["index"],
         "n_ops": len(result.program), "n_invalid": result.n_invalid, "parse_failure": bool(result.parse_failed),

@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from clerk.form import timeline_form
 from clerk.metrics import op_scores
 
 
@@ -77,7 +78,8 @@ def teacher_forced(system: Any, timelines: list[dict], sessions: list[dict], bef
         for k, result in zip(redo, extra):
             programs[k] = result.program
     seconds = time.perf_counter() - start
-    scores = [op_scores(session["ledger_before"], program, session["gold_ops"], session["index"])
-              for session, program in zip(sessions, programs)]
+    scores = [op_scores(session["ledger_before"], program, session["gold_ops"], session["index"],
+                        form=timeline_form(timeline))
+              for timeline, session, program in zip(timelines, sessions, programs)]
     rewritten = set(redo)
     return ForcedBatch(scores, [k in rewritten for k in range(len(sessions))], seconds)

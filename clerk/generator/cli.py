@@ -11,8 +11,9 @@ from typing import Any
 
 from clerk.atomic import check_out_file
 from clerk.errors import UserError
-from clerk.generator.config import GeneratorConfig
+from clerk.generator.config import WORLDS, GeneratorConfig
 from clerk.generator.files import timeline_stats, write_timelines
+from clerk.generator.open_world import generate_open
 from clerk.generator.timelines import generate_from_config
 
 
@@ -22,8 +23,15 @@ def main(args: Any) -> None:
     cfg = GeneratorConfig(seed=args.seed, split=args.split, personas=args.personas, sessions=args.sessions,
                           budget=args.budget, n_init=args.init_facts, forgets=args.forgets,
                           questions=_questions(args.questions), evict_personas=args.evict_personas,
-                          evict_adds=_evict_adds(args.evict_adds), compose=args.compose)
-    timelines = generate_from_config(cfg, args.phrasings)
+                          evict_adds=_evict_adds(args.evict_adds), compose=args.compose,
+                          world=args.world)
+    if cfg.world == "open":  # two-person dated conversations over composed keys (SPEC §2.9)
+        if args.phrasings is not None:
+            raise UserError("--phrasings is for --world closed; the open world's key space is "
+                            "clerk/phrasing/open_world.yaml")
+        timelines = generate_open(cfg)
+    else:
+        timelines = generate_from_config(cfg, args.phrasings)
     write_timelines(args.out, timelines)
     print(json.dumps(timeline_stats(timelines), indent=1), file=sys.stderr)
 
@@ -105,6 +113,10 @@ def register_cli(sub: Any) -> None:
                    "in-line correction, a fact about someone else; clerk.generator.compose) is tried with "
                    "probability P; facts and gold programs stay those of P = 0; 0 = none, output unchanged "
                    "(default: 0)")
+    p.add_argument("--world", choices=WORLDS, default="closed",
+                   help="closed: the 28-predicate one-person benchmark (format-1 timelines); open: two-person dated "
+                   "conversations over the compositional key space of clerk/phrasing/open_world.yaml, one open ledger "
+                   "per conversation (format-2 timelines, SPEC §2.9; --personas counts conversations) (default: closed)")
     p.add_argument("--phrasings", default=None, metavar="FILE",
                    help="YAML phrasings file replacing the built-in catalogue (schema: clerk/phrasing/catalogue.yaml)")
     # where to write

@@ -12,6 +12,8 @@ from clerk.generator.catalogue import SPLITS
 
 #: Personas per split when ``--personas`` is not given (SPEC default sizes).
 DEFAULT_PERSONAS = {"train": 100, "test": 40, "test_ood": 40, "val_ood": 40}
+#: What a run generates: the closed benchmark or the open world (SPEC §2.9).
+WORLDS = ("closed", "open")
 #: Name list each split draws from (test_ood and val_ood reuse the test names: names unseen in
 #: training, so val_ood differs from test_ood only in its wording and its RNG stream).
 NAME_LIST = {"train": "train", "test": "test", "test_ood": "test", "val_ood": "test"}
@@ -44,6 +46,9 @@ class GeneratorConfig:
         evict_adds: per-session ADD count range of the slice personas.
         compose: probability each compositional rewrite of a user line is tried
             (:mod:`clerk.generator.compose`); 0 = none, output byte-identical to a run without it.
+        world: ``closed`` (the 28-predicate, one-subject benchmark, format-1 timelines) or
+            ``open`` (two-person dated conversations over the compositional key space, format-2
+            timelines: :mod:`clerk.generator.open_world`, SPEC §2.9).
     """
 
     seed: int
@@ -61,6 +66,7 @@ class GeneratorConfig:
     evict_personas: int = 0
     evict_adds: tuple[int, int] = (3, 4)
     compose: float = 0.0
+    world: str = "closed"
 
     def __post_init__(self) -> None:
         if self.split not in SPLITS:
@@ -74,6 +80,8 @@ class GeneratorConfig:
             if type(value) is not int or (low is not None and value < low):
                 expected = "an int" if low is None else f"an int >= {low}"
                 raise UserError(f"{name} must be {expected}, got {value!r}")
+        if self.world not in WORLDS:
+            raise UserError(f"world must be one of {', '.join(WORLDS)}, got {self.world!r}")
         if type(self.compose) not in (int, float) or not 0 <= self.compose <= 1:
             raise UserError(f"compose must be a number from 0 to 1, got {self.compose!r}")
         if type(self.forgets) is not int or not 0 <= self.forgets <= self.sessions - 1:

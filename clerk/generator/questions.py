@@ -61,6 +61,18 @@ def reference_answer(ledger: L.Ledger, subject: str, pred: str, temporal: bool =
     return prompts.NEGATED_ANSWER if slot["v"] == 0 else slot["o"]
 
 
+def when_answer(ledger: L.Ledger, subject: str, pred: str) -> str:
+    """The answer to "when did it happen?" from ``ledger`` alone: the date ``w`` of the slot, or the
+    unknown phrase (no slot, or an undated one). Open world only (SPEC §2.9).
+
+    >>> when_answer([{"i": 0, "s": "Jo", "p": "went_to_concert", "o": "an opera", "w": "2023-05", "prev": None,
+    ...               "v": 1, "born": 0, "t": 0, "uses": 0}], "Jo", "went_to_concert")
+    '2023-05'
+    """
+    i = L.find(ledger, subject, pred)
+    return prompts.UNKNOWN_ANSWER if i is None or "w" not in ledger[i] else ledger[i]["w"]
+
+
 def question_is_temporal(question: dict[str, Any]) -> bool:
     """True when a timeline question asks for the earlier value ("what did it used to be?").
 

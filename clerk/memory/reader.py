@@ -150,14 +150,19 @@ def rule_choice(ledger: list, subject: str, question: dict) -> int:
 
     Args:
         ledger: the system's ledger at question time.
-        subject: the persona name.
-        question: a question dict (``pred``, ``type``, ``options``).
+        subject: the persona name (an open ledger's question names its own ``subject``).
+        question: a question dict (``pred``, ``type``, ``options``); a ``when`` question (the
+            open world, SPEC §2.9) is answered with the date ``w`` of the slot.
 
     Returns:
         The chosen option index, or -1 (counted wrong).
     """
-    from clerk.generator.questions import reference_answer
+    from clerk.generator.questions import reference_answer, when_answer
 
-    answer = reference_answer(ledger, subject, question["pred"], question["type"] == "temporal")
+    subject = question.get("subject", subject)
+    if question["type"] == "when":
+        answer = when_answer(ledger, subject, question["pred"])
+    else:
+        answer = reference_answer(ledger, subject, question["pred"], question["type"] == "temporal")
     options = question["options"]
     return options.index(answer) if answer in options else -1

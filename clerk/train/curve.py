@@ -46,6 +46,7 @@ def validation_sessions(timelines: list[dict], sft_dir: Path, limit: int) -> lis
 def score_adapter(model_dir: str, adapter_dir: Path, pairs: list[tuple[dict, dict]], eval_config: Any,
                   predicates: list[str] | None) -> dict[str, float]:
     """Micro op-F1 (overall and per kind) and the parse-failure rate of one adapter's programs."""
+    from clerk.form import timeline_form
     from clerk.memory import MEMORY_REGISTRY, Runtime
     from clerk.metrics import micro_op_scores, op_scores
 
@@ -54,7 +55,8 @@ def score_adapter(model_dir: str, adapter_dir: Path, pairs: list[tuple[dict, dic
     writer = MEMORY_REGISTRY.get("clerk")(runtime)
     timelines, sessions = [tl for tl, _ in pairs], [s for _, s in pairs]
     proposals = writer.propose([s["ledger_before"] for s in sessions], timelines, sessions)
-    scores = [op_scores(s["ledger_before"], prop.program, s["gold_ops"], s["index"]) for s, prop in zip(sessions, proposals)]
+    scores = [op_scores(s["ledger_before"], prop.program, s["gold_ops"], s["index"], form=timeline_form(tl))
+              for tl, s, prop in zip(timelines, sessions, proposals)]
     micro = micro_op_scores(scores)
     row = {"sessions": len(pairs), "op_f1": micro["f1"],
            "parse_failure_rate": sum(p.parse_failed for p in proposals) / max(1, len(proposals))}
