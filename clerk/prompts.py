@@ -103,13 +103,28 @@ def render_turns(turns: Iterable[dict[str, Any]], date: str | None = None) -> st
     return "\n".join(lines)
 
 
+#: The roles of a user-assistant session (the closed benchmark); any other role is a speaker's name.
+CHAT_ROLES = ("user", "assistant")
+
+
 def policy_transcript(turns: Iterable[dict[str, Any]]) -> str:
-    """What the policy reads of a session: the user's lines, one per line (the assistant only
-    acknowledges them in this data; SPEC §2).
+    """What a ledger writer reads of a session. A user-assistant session (the closed benchmark):
+    the user's lines, one per line (the assistant only acknowledges them; SPEC §2). A
+    conversation between named speakers (the open world, SPEC §2.9; LoCoMo, §7): every turn as
+    ``speaker: content`` and the date line, as :func:`render_turns` writes them, since each
+    speaker is a subject and says something.
 
     >>> policy_transcript([{"role": "user", "content": "I moved to Oslo."}, {"role": "assistant", "content": "Noted."}])
     'I moved to Oslo.'
+    >>> print(policy_transcript([{"role": "date", "content": "8 May 2023"}, {"role": "Ana", "content": "I moved."},
+    ...                          {"role": "Ben", "content": "Nice!"}]))
+    date: 8 May 2023
+    Ana: I moved.
+    Ben: Nice!
     """
+    turns = list(turns)
+    if any(turn["role"] not in CHAT_ROLES for turn in turns):
+        return render_turns(turns)
     return "\n".join(turn["content"] for turn in turns if turn["role"] == "user")
 
 

@@ -292,3 +292,27 @@ class TestDoctests:
         """The examples in clerk.prompts' docstrings run and pass."""
         result = doctest.testmod(clerk.prompts)
         assert result.attempted > 0 and result.failed == 0
+
+
+class TestPolicyTranscript:
+    def test_named_speakers_are_read_whole(self):
+        """A LoCoMo session (speakers' names as roles, a date pseudo-turn) reaches the ledger writers
+        with every speaker's line and the date: with only role 'user' kept, as for the closed
+        benchmark, the writer read an empty transcript on LoCoMo."""
+        from clerk.locomo.data import Session
+        from clerk.locomo.evaluation import session_record
+        from clerk.memory.ledger_system import ModelLedgerSystem
+        from clerk.prompts import policy_transcript
+
+        session = Session(0, "8 May 2023", [{"speaker": "Ana", "text": "I adopted a beagle."},
+                                            {"speaker": "Ben", "text": "I moved to Oslo."}], "", "session_1")
+        turns = session_record(session)["turns"]
+        assert policy_transcript(turns) == "date: 8 May 2023\nAna: I adopted a beagle.\nBen: I moved to Oslo."
+        prompt = ModelLedgerSystem.messages(None, L.empty_ledger(2), {"turns": turns})
+        assert "Ben: I moved to Oslo." in prompt[-1]["content"]
+
+    def test_user_assistant_sessions_keep_the_user_lines(self):
+        from clerk.prompts import policy_transcript
+
+        turns = [{"role": "user", "content": "I moved to Oslo."}, {"role": "assistant", "content": "Noted."}]
+        assert policy_transcript(turns) == "I moved to Oslo."
