@@ -216,3 +216,32 @@ def test_bad_key_space_file_names_the_head_and_the_rule(tmp_path, change, messag
     path.write_text(json.dumps(data), encoding="utf-8")
     with pytest.raises(UserError, match=message):
         load_keyspace(path)
+
+
+def test_sft_rows_of_open_timelines_teach_the_open_language(splits):
+    """CONSOLIDATE targets are the open program language (subject on every line, dates), they
+    compile back to the gold ops under the form; the writer reads both speakers and the date;
+    ANSWER rows over the ledger show each fact's subject and date."""
+    from clerk.program import compile_program
+    from clerk.sft.examples import SFTDataConfig, build_rows
+
+    timelines = splits["train"]
+    rows, _ = build_rows(timelines, SFTDataConfig(seed=3, answer_ratio=1.0, val_fraction=0.0))
+    by_key = {(tl["name"], s["index"]): (tl, s) for tl in timelines for s in tl["sessions"]}
+    consolidate = [r for r in rows["train"] if r["task"] == "consolidate"]
+    assert len(consolidate) == sum(len(tl["sessions"]) for tl in timelines)
+    dated = 0
+    for row in consolidate:
+        tl, session = by_key[(row["persona"], row["session"])]
+        form = timeline_form(tl)
+        user, program = row["messages"][0]["content"], row["messages"][1]["content"]
+        assert user.split("\n---\n", 1)[1].startswith("date: ")
+        assert all(f"{name}: " in user for name in form.subjects)
+        compiled = compile_program(program, session["ledger_before"], form, session["index"])
+        assert compiled.program == session["gold_ops"]
+        dated += program.count(" @")
+        assert all(line.split(" ")[1].lstrip("@").split(" ")[0] in form.subjects or line.split(" ")[1].startswith("@")
+                   for line in program.splitlines())
+    assert dated > 0
+    answers = [r for r in rows["train"] if r["task"] == "answer"]
+    assert answers and any(" / " in r["messages"][0]["content"] and "(on " in r["messages"][0]["content"] for r in answers)

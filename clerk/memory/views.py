@@ -17,6 +17,7 @@ from typing import Any
 
 from clerk import prompts
 from clerk.errors import UserError
+from clerk.form import timeline_form
 
 #: View kinds a reader can be trained on: ``ledger`` plus the writer-free transcript systems.
 VIEW_KINDS = ("ledger", "full", "window", "rag", "add-only")
@@ -50,7 +51,7 @@ def question_views(timelines: list[dict], kinds: list[str], runtime: Any) -> Ite
                 groups: dict[str, list[dict]] = {}
                 for question in session.get("questions") or []:
                     if kind == "ledger":
-                        text = prompts.reader_ledger(session["ledger_before"])
+                        text = prompts.reader_ledger(session["ledger_before"], timeline_form(tl))
                     else:
                         text = systems[kind].view(states[kind], tl, session, question).text
                     groups.setdefault(text, []).append(question)

@@ -44,6 +44,7 @@ from typing import Any
 from clerk import ledger as L
 from clerk import prompts
 from clerk.errors import UserError
+from clerk.form import LedgerForm, timeline_form
 from clerk.program import render_program
 
 TASKS = ("consolidate", "answer")
@@ -149,12 +150,13 @@ def example_chars(messages: list[dict[str, str]]) -> int:
 
 
 def consolidate_example(timeline: dict[str, Any], session: dict[str, Any]) -> dict[str, Any]:
-    """The CONSOLIDATE row of one session: serialized ledger before + user lines -> gold program."""
+    """The CONSOLIDATE row of one session: serialized ledger before + the writer's transcript
+    (``prompts.policy_transcript``) -> gold program (the open language under an open timeline's form)."""
     before = session["ledger_before"]
     messages = prompts.consolidate_messages(
         L.serialize(before),
         prompts.policy_transcript(session["turns"]),
-        render_program(before, session["gold_ops"], session["index"]),
+        render_program(before, session["gold_ops"], session["index"], form=timeline_form(timeline)),
     )
     return {"messages": messages, "task": "consolidate", "persona": timeline["name"], "session": session["index"]}
 
@@ -188,10 +190,10 @@ def check_timelines(timelines: list[dict[str, Any]]) -> None:
         if not isinstance(tl.get("sessions"), list):
             raise UserError(f"persona {name!r}: 'sessions' must be a list")
         for session in tl["sessions"]:
-            _check_session(name, session)
+            _check_session(name, session, timeline_form(tl))
 
 
-def _check_session(name: str, session: Any) -> None:
+def _check_session(name: str, session: Any, form: LedgerForm | None = None) -> None:
     where = f"persona {name!r} session {session.get('index') if isinstance(session, dict) else '?'}"
     for key, typ in (("index", int), ("turns", list), ("questions", list), ("gold_ops", list), ("ledger_before", list)):
         if not isinstance(session, dict) or key not in session:
@@ -199,8 +201,8 @@ def _check_session(name: str, session: Any) -> None:
         if not isinstance(session[key], typ) or isinstance(session[key], bool):
             raise UserError(f"{where}: field {key!r} must be {typ.__name__}, got {type(session[key]).__name__}")
     try:
-        L.validate_ledger(session["ledger_before"])
-        after, _ = L.reduce(session["ledger_before"], session["gold_ops"], session["index"], strict=True)
+        L.validate_ledger(session["ledger_before"], form)
+        after, _ = L.reduce(session["ledger_before"], session["gold_ops"], session["index"], strict=True, form=form)
     except ValueError as err:  # InvalidOpError is a ValueError too
         raise UserError(f"{where}: {err}") from None
     if "ledger_after" in session and session["ledger_after"] != after:
