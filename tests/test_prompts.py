@@ -294,7 +294,7 @@ class TestDoctests:
         assert result.attempted > 0 and result.failed == 0
 
 
-class TestPolicyTranscript:
+class TestPolicyTranscriptOfSpeakers:
     def test_named_speakers_are_read_whole(self):
         """A LoCoMo session (speakers' names as roles, a date pseudo-turn) reaches the ledger writers
         with every speaker's line and the date: with only role 'user' kept, as for the closed
