@@ -72,17 +72,38 @@ PAPER_INCLUDES = {
 NO_DIGITS_IN = ("Abstract", "Setup", "Results", "Eviction study", "Erasure")
 
 #: Model jobs: they claim the GPU when one is visible (workflow/rules/common.smk).
-MODEL_RULES = ("train", "train_reader", "evaluate", "locomo", "learning_curve", "erasure")
+MODEL_RULES = ("train", "train_reader", "evaluate", "locomo", "locomo_shared", "learning_curve", "erasure")
+#: LoCoMo systems whose result depends on the experiment seed: the trained policy writes them.
+SEEDED_LOCOMO_SYSTEMS = ("clerk",)
+
+
+def locomo_systems(config: dict) -> tuple[list[str], list[str]]:
+    """LoCoMo's systems split into (run once per seed: rule ``locomo``, run once per run: rule
+    ``locomo_shared``). A system depends on the seed when the seed's policy writes it, or when
+    the seed's policy adapter is also the reader (``evaluate.reader_model: adapter``).
+
+    >>> locomo_systems({"locomo": {"systems": ["clerk", "full"]}, "evaluate": {"reader_model": "reader"}})
+    (['clerk'], ['full'])
+    >>> locomo_systems({"locomo": {"systems": ["clerk", "full"]}, "evaluate": {"reader_model": "adapter"}})
+    (['clerk', 'full'], [])
+    """
+    systems = list(config["locomo"]["systems"])
+    if config["evaluate"]["reader_model"] == "adapter":
+        return systems, []
+    return [s for s in systems if s in SEEDED_LOCOMO_SYSTEMS], [s for s in systems if s not in SEEDED_LOCOMO_SYSTEMS]
 
 
 Products = list[dict[str, list[str]]]
 
 
-def stages(seeds: list[str], reader_seed: str | None, locomo: bool = False) -> dict[str, Products]:
+def stages(seeds: list[str], reader_seed: str | None, locomo_seeded: bool = False,
+           locomo_shared: bool = False) -> dict[str, Products]:
     """Pipeline stages in paper order: rule -> the wildcard products of its jobs (and benchmark
     files), each a dict of wildcard -> values expanded as a product; the rows of
     results/benchmarks.csv. ``reader_seed``: the one separate reader's seed (None: no separate
-    reader), whose training split is generated beside the experiment seeds' splits."""
+    reader), whose training split is generated beside the experiment seeds' splits;
+    ``locomo_seeded`` / ``locomo_shared``: LoCoMo's per-seed and once-per-run jobs are in the run
+    (:func:`locomo_systems`)."""
     out: dict[str, Products] = {
         "generate": [{"seed": seeds, "split": list(SPLITS)}],
         "build_sft": [{"seed": seeds}],
@@ -101,8 +122,10 @@ def stages(seeds: list[str], reader_seed: str | None, locomo: bool = False) -> d
         "erasure": [{"seed": seeds}],
         "learning_curve": [{}],
     }
-    if locomo:
+    if locomo_seeded:
         out["locomo"] = [{"seed": seeds}]
+    if locomo_shared:
+        out["locomo_shared"] = [{}]
     return out
 
 
@@ -264,9 +287,11 @@ def stage_config(config: dict, stage: str, **wildcards: str) -> dict[str, Any]:
     if stage == "figure":
         figure = wildcards["figure"]
         return {"accuracy_by_type": {"split": "test"}, "eviction": {"noise": config["streams"]["noise"]}}.get(figure, {})
-    if stage == "locomo":
+    if stage in ("locomo", "locomo_shared"):  # per seed / once per run (locomo_systems)
         spec = config["locomo"]
-        return {"systems": list(spec["systems"]), "max_questions": spec["max_questions"], "budget": data["budget"],
+        seeded, shared = locomo_systems(config)
+        return {"systems": seeded if stage == "locomo" else shared, "max_questions": spec["max_questions"],
+                "subset_seed": spec.get("subset_seed", 0), "budget": data["budget"],
                 "download": bool(spec["download"] and not spec["path"]),
                 **{key: evaluate[key] for key in ("max_new_tokens", "batch_size", "reader_model", "reader_pmi", "dtype")}}
     if stage == "locomo_status":

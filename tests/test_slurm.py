@@ -55,7 +55,8 @@ GPU_RULE = "train"
 # The smoke profile's jobs outside the two groups, per rule (two seeds; the one reader adapter of
 # its own seed is built and trained once: evaluate.reader_model `reader`, reader.seed)
 MODEL_JOBS = {"rule_build_sft_reader": 1, "rule_train": 2, "rule_train_reader": 1,
-              "rule_evaluate": 4, "rule_erasure": 2, "rule_learning_curve": 1, "rule_locomo": 2}
+              "rule_evaluate": 4, "rule_erasure": 2, "rule_learning_curve": 1, "rule_locomo": 2,
+              "rule_locomo_shared": 1}
 
 
 def _fail_or_skip(reason: str):

@@ -29,7 +29,7 @@ VERBS = {
     "base_model": "materialize-model", "train": "train", "train_reader": "train", "learning_curve": "learning-curve",
     "evaluate": "evaluate", "erasure": "erasure", "read_cost": "read-cost", "streams": "streams",
     "eviction_study": "eviction-study", "table_eviction": "table-eviction", "figure": "figure", "locomo": "locomo",
-    "locomo_status": "locomo-status", "paper": "render-paper",
+    "locomo_shared": "locomo", "locomo_status": "locomo-status", "paper": "render-paper",
 }
 
 
@@ -127,7 +127,10 @@ class TestStageConfigs:
         """Each stage's --config object, from each profile, holds only options of its verb and
         values of their types (what a job would otherwise fail on at run time)."""
         config = load_and_validate(*(ROOT / f for f in PROFILES[profile]))
+        seeded, shared = wiring.locomo_systems(config)
         for stage, verb in VERBS.items():
+            if (stage, bool(seeded), bool(shared)) in (("locomo", False, True), ("locomo_shared", True, False)):
+                continue  # a LoCoMo job this profile never runs (clerk.wiring.locomo_systems)
             wildcards = {"split": "long", "seed": str(config["seeds"][0]), "figure": "eviction"}
             cfg = wiring.stage_json(config, stage, **wildcards)
             parser = make_parser()
@@ -165,6 +168,19 @@ class TestStageConfigs:
                                                            config["evaluate"]["reader_pmi"])
         args = resolve(["locomo", "--model", "m", "--out", "o", "--config", json.dumps(cfg)])
         assert args.reader_model == "reader"
+
+    def test_locomo_runs_the_seeded_systems_per_seed_and_the_rest_once(self):
+        """clerk (the seed's policy writes) runs per seed; the other systems once; every job draws
+        the same question subset (locomo.subset_seed)."""
+        config = load_and_validate(ROOT / "config/config.yaml", ROOT / "config/smoke.yaml")
+        per_seed, once = (wiring.stage_config(config, stage) for stage in ("locomo", "locomo_shared"))
+        assert per_seed["systems"] == ["clerk"] and once["systems"] == ["prompted-ledger", "full", "summary-rag"]
+        assert per_seed["subset_seed"] == once["subset_seed"] == config["locomo"]["subset_seed"]
+        for cfg in (per_seed, once):
+            args = resolve(["locomo", "--model", "m", "--out", "o", "--seed", "137", "--config", json.dumps(cfg)])
+            assert (args.seed, args.subset_seed) == (137, config["locomo"]["subset_seed"])
+        adapter_reads = {**config, "evaluate": {**config["evaluate"], "reader_model": "adapter"}}
+        assert wiring.locomo_systems(adapter_reads) == (list(config["locomo"]["systems"]), [])
 
     def test_smoke_profile_runs_locomo_on_the_fixture(self):
         config = load_and_validate(ROOT / "config/config.yaml", ROOT / "config/smoke.yaml")

@@ -237,9 +237,9 @@ class TestSmokeRun:
         table = pd.read_csv(smoke_run / "results/benchmarks.csv").set_index("stage")
         runs = smoke_run / wiring.BENCHMARK_ROOT
         assert not (smoke_run / "benchmarks/runs").exists() and not (smoke_run / "benchmarks/report").exists()
-        stages = wiring.stages(["137", "991"], reader_seed="31", locomo=True)
+        stages = wiring.stages(["137", "991"], reader_seed="31", locomo_seeded=True, locomo_shared=True)
         on_disk = {d.name: len(list(d.rglob("*.tsv"))) for d in runs.iterdir() if d.is_dir() and d.name in stages}
-        assert {"learning_curve", "locomo"} <= set(on_disk) and set(on_disk) == set(stages)
+        assert {"learning_curve", "locomo", "locomo_shared"} <= set(on_disk) and set(on_disk) == set(stages)
         assert {stage: int(table.loc[stage, "jobs"]) for stage in on_disk if stage in table.index} == on_disk
         assert int(table.loc["total", "jobs"]) == sum(on_disk.values())
 

@@ -50,7 +50,7 @@ def _prepare(args: argparse.Namespace) -> tuple[LocomoConfig, Path, LocomoEvalCo
 
     cfg = LocomoConfig(
         path=args.data, download=args.download, max_questions=args.max_questions,
-        seed=args.seed, mc_seed=args.mc_seed, systems=tuple(args.systems),
+        seed=args.seed, mc_seed=args.mc_seed, systems=tuple(args.systems), subset_seed=args.subset_seed,
     )
     data = resolve_locomo_path(cfg.path, cfg.download)
     if not Path(args.model).is_dir():
@@ -130,7 +130,7 @@ def main_locomo(args: argparse.Namespace) -> None:
     set_torch_threads(args.threads)
     cfg, data, ecfg, runtime = _prepare(args)
     conversations = load_locomo(data, mc_seed=cfg.mc_seed)
-    chosen = stratified_subset(all_questions(conversations), cfg.max_questions, cfg.seed)
+    chosen = stratified_subset(all_questions(conversations), cfg.max_questions, cfg.question_seed)
     selected = restrict(conversations, chosen)
     sha = sha256_file(data)
     sources = list(dict.fromkeys(c.source for c in conversations))
@@ -138,13 +138,13 @@ def main_locomo(args: argparse.Namespace) -> None:
 
     predictions, summaries = evaluate_locomo(selected, list(cfg.systems), runtime, progress=not args.quiet)
     for summary in summaries.values():
-        summary.update(source=sources[0], data_sha256=sha, subset_size=len(chosen), subset_seed=cfg.seed)
+        summary.update(source=sources[0], data_sha256=sha, subset_size=len(chosen), subset_seed=cfg.question_seed)
         validate_record("metrics.system", summary, LOCOMO_SCHEMAS)
     metrics = {
         "schema": LOCOMO_METRICS_SCHEMA_ID,
         "seed": cfg.seed,
         "input": _input_record(data, selection, conversations, selected, runtime),
-        "subset": {"max_questions": cfg.max_questions, "seed": cfg.seed, "size": len(chosen),
+        "subset": {"max_questions": cfg.max_questions, "seed": cfg.question_seed, "size": len(chosen),
                    "per_category": selection["per_category"], "adversarial": selection["adversarial"],
                    "mc_seed": cfg.mc_seed},
         "config": {"systems": list(cfg.systems), "model": args.model, "adapter": args.adapter,
@@ -221,7 +221,12 @@ def _add_locomo(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", metavar="DIR", required=True, help="output directory (created only when data loads)")
     p.add_argument("--max-questions", type=int, default=0, metavar="N",
                    help="stratified subset size in questions; 0 = all (default)")
-    p.add_argument("--seed", type=int, default=0, metavar="S", help="subset seed (the workflow's {seed}); default: 0")
+    p.add_argument("--seed", type=int, default=0, metavar="S",
+                   help="the run's seed (the workflow's {seed}, recorded in metrics.json); also the question subset's "
+                   "seed unless --subset-seed is given; default: 0")
+    p.add_argument("--subset-seed", dest="subset_seed", type=int, default=None, metavar="S",
+                   help="seed of the stratified question subset, the same for every job of a run so systems answer "
+                   "the same questions (config locomo.subset_seed); default: --seed")
     p.add_argument("--mc-seed", type=int, default=0, metavar="S",
                    help="seed of the distractors built for locomo10.json (unused for Percena's file); default: 0")
     p.add_argument("--threads", type=int, default=0, metavar="N", help="torch CPU threads; 0 = torch's default")

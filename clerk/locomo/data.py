@@ -118,7 +118,11 @@ class LocomoConfig:
         path: the data file (either format); None = not configured.
         download: fetch ``data/locomo_mc10.json`` from the Hugging Face hub when ``path`` is absent.
         max_questions: evaluate a stratified subset of this many questions; 0 = all 1,986.
-        seed: seed of the subset.
+        seed: the run's seed (the workflow's ``{seed}``: which policy writes); also the seed of
+            the question subset unless ``subset_seed`` is given.
+        subset_seed: seed of the question subset; None = ``seed``. The workflow gives every job
+            the same one (``locomo.subset_seed``), so every system answers the same questions and
+            systems are compared question by question.
         mc_seed: seed of the distractors built for ``locomo10.json`` (kept fixed across
             evaluation seeds so every seed sees the same questions; unused for Percena's file).
         systems: memory systems to run, registry keys from :data:`LOCOMO_SYSTEMS`.
@@ -130,6 +134,12 @@ class LocomoConfig:
     seed: int = 0
     mc_seed: int = 0
     systems: tuple[str, ...] = LOCOMO_SYSTEMS
+    subset_seed: int | None = None
+
+    @property
+    def question_seed(self) -> int:
+        """The seed the question subset is drawn with."""
+        return self.seed if self.subset_seed is None else self.subset_seed
 
     def __post_init__(self) -> None:
         if self.max_questions < 0:

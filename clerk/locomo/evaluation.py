@@ -66,7 +66,7 @@ LOCOMO_SCHEMAS: dict[str, dict[str, tuple]] = {
     },
     "metrics": {
         "schema": (str,),
-        "seed": (int,),  # subset seed = the workflow's {seed}
+        "seed": (int,),  # the run seed = the workflow's {seed} (subset.seed: the question subset's)
         "input": (dict,),  # data file: path, format, source, sha256, sizes, per-conversation tokens
         "subset": (dict,),  # max_questions, seed, size, per_category, adversarial
         "config": (dict,),  # systems, model, adapter, budget, summary_k, EvalConfig fields, context

@@ -24,6 +24,7 @@ from clerk.wiring import (
     TABLES,
     benchmark_path,
     final_targets,
+    locomo_systems,
     log_path,
     reader_seed,
     stage_config,
@@ -107,6 +108,7 @@ MEASURED = {
     # benchmarks/bench_locomo_prefix.md (2.6 GB peak, ~16 s per question on a real-length
     # conversation, 200 questions, plus the model writers' consolidation as in evaluate).
     "locomo": (9000.0, 2628.0),
+    "locomo_shared": (9000.0, 2628.0),
     # Estimate kept as the allocation: the 600-step run measured 183.9 s and 2394 MB (three
     # snapshots, 40 validation sessions each; results/benchmarks.csv).
     "learning_curve": (600.0, 1800.0),
@@ -236,8 +238,9 @@ def get_eviction_config(wildcards):
 
 
 def get_locomo_config(wildcards, input):
-    """`clerk locomo`: the `locomo` block, the evaluation's reader and writers, and the data file
-    and adapters the job has as inputs (a path wins over a download)."""
+    """`clerk locomo` of one seed: the `locomo` block with the seed's systems
+    (clerk.wiring.locomo_systems), the evaluation's reader and writers, and the data file and
+    adapters the job has as inputs (a path wins over a download)."""
     return _config_with_inputs(
         "locomo",
         {},
@@ -245,6 +248,13 @@ def get_locomo_config(wildcards, input):
         data="data",
         adapter="adapter",
         reader_adapter="reader_adapter",
+    )
+
+
+def get_locomo_shared_config(wildcards, input):
+    """`clerk locomo` of the systems that do not depend on the seed, once per run."""
+    return _config_with_inputs(
+        "locomo_shared", {}, input, data="data", reader_adapter="reader_adapter"
     )
 
 
@@ -270,6 +280,21 @@ def locomo_enabled():
     return bool(config["locomo"]["path"]) or config["locomo"]["download"]
 
 
+def locomo_parts():
+    """(LoCoMo has per-seed jobs, LoCoMo has a once-per-run job) in this run."""
+    if not locomo_enabled():
+        return False, False
+    seeded, shared = locomo_systems(config)
+    return bool(seeded), bool(shared)
+
+
+def get_locomo_metrics(wildcards):
+    """The metrics files table 2 aggregates: one per seed, plus the once-per-run job's."""
+    seeded, shared = locomo_parts()
+    files = expand("results/locomo/{seed}/metrics.json", seed=SEEDS) if seeded else []
+    return files + (["results/locomo/shared/metrics.json"] if shared else [])
+
+
 def get_final_output():
     """Every artifact of the paper: the targets of the default target (clerk.wiring.final_targets;
     LoCoMo's come from get_locomo_output() when enabled)."""
@@ -277,7 +302,8 @@ def get_final_output():
 
 
 def get_locomo_inputs(wildcards):
-    """Model, code and memory systems; the data file when configured; the adapter when clerk runs."""
+    """Model, code and memory systems; the data file when configured; the seed's policy adapter
+    for the per-seed job (none for the once-per-run job: its systems never read it)."""
     inputs = {
         "model": MODEL_DIR,
         "code": code("locomo", "evaluate", "metrics", "scoring", "models", "prompts"),
@@ -285,10 +311,7 @@ def get_locomo_inputs(wildcards):
     }
     if config["locomo"]["path"]:
         inputs["data"] = config["locomo"]["path"]
-    if (
-        "clerk" in config["locomo"]["systems"]
-        or config["evaluate"]["reader_model"] == "adapter"
-    ):
+    if "seed" in wildcards.keys():
         inputs["adapter"] = f"results/train/{wildcards.seed}"
     # The one instrument of every system (SPEC §6), as in evaluate: the separate reader adapter.
     inputs.update(reader_inputs(wildcards))

@@ -12,6 +12,9 @@
 # The ledger budget on LoCoMo is the synthetic one (`data.budget`): the trained policy's budget.
 # Every system is read by the synthetic evaluation's instrument (`evaluate.reader_model`: with
 # `reader`, the separate reader adapter; `evaluate.reader_pmi`).
+# Jobs: `locomo` runs the systems the seed's policy writes (clerk) once per seed; `locomo_shared`
+# runs the others (the base model writes, the one reader reads) once per run
+# (clerk.wiring.locomo_systems). Every job answers the same questions (`locomo.subset_seed`).
 
 
 rule locomo:
@@ -38,9 +41,34 @@ rule locomo:
         " --threads 1 --quiet --out {params.outdir:q} > {log:q} 2>&1"
 
 
+rule locomo_shared:
+    input:
+        unpack(get_locomo_inputs),
+    output:
+        metrics="results/locomo/shared/metrics.json",
+        predictions="results/locomo/shared/predictions.jsonl",
+        selection="results/locomo/shared/selection.json",
+    log:
+        log_path("locomo_shared", "shared"),
+    benchmark:
+        benchmark_path("locomo_shared", "shared")
+    conda:
+        ENV
+    threads: MODEL_JOB_THREADS
+    resources:
+        **rule_resources("locomo_shared"),
+    params:
+        cfg=get_locomo_shared_config,
+        seed=config["locomo"]["subset_seed"],
+        outdir=lambda wc, output: Path(output.metrics).parent,
+    shell:
+        "clerk locomo --config {params.cfg:q} --model {input.model:q} --seed {params.seed:q}"
+        " --threads 1 --quiet --out {params.outdir:q} > {log:q} 2>&1"
+
+
 rule table_locomo:
     input:
-        metrics=expand("results/locomo/{seed}/metrics.json", seed=SEEDS),
+        metrics=get_locomo_metrics,
         code=code("locomo", "report"),
     output:
         csv="results/table2.csv",

@@ -11,7 +11,7 @@ from clerk.wiring import BENCHMARK_ROOT
 
 def pipeline_stages():
     """Pipeline stages in paper order: rule -> wildcard values of its jobs (clerk.wiring.stages)."""
-    return stages(SEEDS, READER_SEED, locomo_enabled())
+    return stages(SEEDS, READER_SEED, *locomo_parts())
 
 
 def get_table_metrics(wildcards):
