@@ -854,3 +854,40 @@ class TestWorkflow:
         assert "locomo" not in without and "table_locomo" not in without
         with_data = self._jobs(f"locomo={{path: {LOCOMO10.relative_to(ROOT)}}}")
         assert with_data["locomo"] == seeds and with_data["table_locomo"] == 1
+
+
+class TestPairedLocomo:
+    """clerk minus each other system on the same non-adversarial LoCoMo questions (clerk.locomo.paired)."""
+
+    @staticmethod
+    def _job(root, name, seed, answers):
+        job = root / name
+        job.mkdir()
+        (job / "metrics.json").write_text(json.dumps({"seed": seed}), encoding="utf-8")
+        lines = [json.dumps({"question_id": q, "conversation": f"conv-{int(q[1:]) % 3}", "system": system,
+                             "adversarial": q.endswith("0"), "correct": ok})
+                 for system, by_q in answers.items() for q, ok in by_q.items()]
+        (job / "predictions.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        return job / "predictions.jsonl"
+
+    def test_shared_systems_pair_with_every_seed_and_adversarial_questions_do_not_count(self, tmp_path):
+        from clerk.locomo.paired import locomo_paired_rows
+
+        qs = [f"q{i}" for i in range(1, 31)]
+        files = [self._job(tmp_path, "137", 137, {"clerk": {q: True for q in qs}}),
+                 self._job(tmp_path, "991", 991, {"clerk": {q: q != "q1" for q in qs}}),
+                 # full is right only on the adversarial questions (q10, q20, q30): they must not count
+                 self._job(tmp_path, "shared", 0, {"full": {q: q.endswith("0") for q in qs}})]
+        (row,) = locomo_paired_rows(files, n_boot=200)
+        assert row["system"] == "full" and row["n_seeds"] == 2 and row["units"] == 6
+        assert row["n_questions"] == 2 * 27
+        assert row["delta"] == pytest.approx((27 + 26) / 54)
+        assert row["conclusive"] and row["boot_low"] > 0
+
+    def test_table_needs_predictions_and_paired_out_together(self, tmp_path):
+        from types import SimpleNamespace
+
+        from clerk.locomo.table2 import main_table
+
+        with pytest.raises(UserError, match="--predictions and --paired-out go together"):
+            main_table(SimpleNamespace(metrics=[], out="o.csv", markdown=None, predictions=["p"], paired_out=None))

@@ -262,6 +262,12 @@ def _add_table(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--out", required=True, metavar="CSV", help="output CSV, e.g. results/table2.csv")
     t.add_argument("--markdown", default=None, metavar="MD",
                    help="also write the compact Markdown table (mean ± 95 %% half-width) here; default: none")
+    t.add_argument("--predictions", nargs="+", default=None, metavar="FILE",
+                   help="the jobs' predictions.jsonl (each beside its metrics.json): adds clerk minus each other "
+                   "system on the same non-adversarial questions, paired bootstrap over (seed, conversation) "
+                   "(clerk.locomo.paired); default: none")
+    t.add_argument("--paired-out", dest="paired_out", default=None, metavar="CSV",
+                   help="CSV of the paired comparisons (needs --predictions); the Markdown table gets them too")
     t.set_defaults(func=main_table)
 
 

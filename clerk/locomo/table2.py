@@ -115,10 +115,22 @@ def main_table(args: argparse.Namespace) -> None:
     """``clerk table-locomo``: aggregate LoCoMo metrics over seeds into table 2 (CSV, optional Markdown)."""
     from clerk.report.tabular import to_markdown, write_csv
 
+    if (getattr(args, "predictions", None) is None) != (getattr(args, "paired_out", None) is None):
+        raise UserError("--predictions and --paired-out go together (the paired comparisons and their CSV)")
     df, compact = table2(args.metrics)
+    paired = ""
+    if getattr(args, "predictions", None):
+        import pandas as pd
+
+        from clerk.locomo.paired import locomo_paired_markdown, locomo_paired_rows
+
+        rows = locomo_paired_rows(args.predictions)
+        write_csv(pd.DataFrame(rows, columns=list(rows[0]) if rows else ["system", "delta"]), args.paired_out)
+        paired = "\n\n" + (locomo_paired_markdown(rows) if rows else
+                             "No paired comparison: no question was answered by clerk and another system.")
     write_csv(df, args.out, sort_by=["system", "reader", "source"])
     if args.markdown:
         Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.markdown).write_text(to_markdown(compact), encoding="utf-8")
+        Path(args.markdown).write_text(to_markdown(compact) + paired, encoding="utf-8")
     print(f"clerk table-locomo: {len(df)} systems from {len(args.metrics)} metrics files -> {args.out}",
           file=sys.stderr)

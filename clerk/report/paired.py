@@ -69,10 +69,15 @@ def _pairs(per_unit: dict[str, dict[tuple, bool]], system: str) -> tuple[int, in
 
 def paired_rows(paths: list[str], n_boot: int = N_BOOT) -> list[dict[str, Any]]:
     """One row per (split, system != clerk): the paired difference, per seed and bootstrapped."""
+    return paired_from_units(_load(paths), n_boot)
+
+
+def paired_from_units(units: dict[tuple, dict[str, dict[Any, bool]]], n_boot: int = N_BOOT) -> list[dict[str, Any]]:
+    """:func:`paired_rows` over units already loaded: ``(split, seed, unit) -> system -> question
+    key -> correct`` (a unit is what the bootstrap resamples: a persona, a LoCoMo conversation)."""
     import numpy as np
     from scipy import stats
 
-    units = _load(paths)
     splits = sorted({key[0] for key in units})
     systems = ordered(sorted({s for per in units.values() for s in per if s != REFERENCE}), SYSTEM_ORDER)
     rows = []

@@ -295,6 +295,14 @@ def get_locomo_metrics(wildcards):
     return files + (["results/locomo/shared/metrics.json"] if shared else [])
 
 
+def get_locomo_predictions(wildcards):
+    """The predictions beside each metrics file of table 2 (the paired comparisons)."""
+    return [
+        f.replace("metrics.json", "predictions.jsonl")
+        for f in get_locomo_metrics(wildcards)
+    ]
+
+
 def get_final_output():
     """Every artifact of the paper: the targets of the default target (clerk.wiring.final_targets;
     LoCoMo's come from get_locomo_output() when enabled)."""

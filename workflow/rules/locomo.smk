@@ -69,10 +69,12 @@ rule locomo_shared:
 rule table_locomo:
     input:
         metrics=get_locomo_metrics,
+        predictions=get_locomo_predictions,
         code=code("locomo", "report"),
     output:
         csv="results/table2.csv",
         md="results/table2.md",
+        paired="results/table2_paired.csv",
     log:
         log_path("table_locomo", "table2"),
     benchmark:
@@ -83,4 +85,5 @@ rule table_locomo:
         **rule_resources("table_locomo"),
     shell:
         "clerk table-locomo --metrics {input.metrics:q} --out {output.csv:q}"
-        " --markdown {output.md:q} > {log:q} 2>&1"
+        " --markdown {output.md:q} --predictions {input.predictions:q}"
+        " --paired-out {output.paired:q} > {log:q} 2>&1"

@@ -1,0 +1,90 @@
+"""Paired LoCoMo comparisons: clerk minus each other system on the same questions (SPEC §7).
+
+Every LoCoMo job of a run answers the same question subset (``locomo.subset_seed``), so clerk's
+answers of each seed pair with every other system's answers to the same question. A system that
+does not depend on the seed (``results/locomo/shared/``) pairs with clerk of every seed. Only the
+non-adversarial questions count (table 2's ``accuracy``). The interval is the paired bootstrap of
+:func:`clerk.report.paired.paired_from_units` with (seed, conversation) as the resampled units:
+LoCoMo has ten conversations, and the questions of one conversation are not independent.
+
+    clerk table-locomo --metrics results/locomo/*/metrics.json \\
+        --predictions results/locomo/*/predictions.jsonl --paired-out results/table2_paired.csv ...
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from clerk.errors import UserError
+from clerk.report.paired import N_BOOT, REFERENCE, paired_from_units
+
+#: The split name LoCoMo rows carry in the paired table.
+SPLIT = "locomo"
+
+
+def _read(path: Path) -> tuple[int, list[dict[str, Any]]]:
+    """(the job's seed from its metrics.json beside, its prediction rows)."""
+    try:
+        seed = json.loads((path.parent / "metrics.json").read_text(encoding="utf-8"))["seed"]
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise UserError(f"--predictions: {str(path)!r} needs a readable predictions.jsonl and the metrics.json "
+                        f"of its job beside it ({err})") from None
+    rows = []
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as err:
+            raise UserError(f"--predictions {str(path)!r}: line {n} is not JSON ({err}; truncated?)") from None
+        if not isinstance(row, dict) or not {"question_id", "conversation", "system", "adversarial", "correct"} <= set(row):
+            raise UserError(f"--predictions {str(path)!r}: line {n} must be a LoCoMo prediction (question_id, "
+                            f"conversation, system, adversarial, correct); got {line[:80]!r}")
+        rows.append(row)
+    return int(seed), rows
+
+
+def locomo_units(paths: list[str | Path]) -> dict[tuple, dict[str, dict[str, bool]]]:
+    """``(SPLIT, seed, conversation) -> system -> question_id -> correct`` over the non-adversarial
+    questions. Files holding clerk give the seeds; a system of a file without clerk (the
+    once-per-run job) joins every seed's units."""
+    per_seed: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    shared: list[dict[str, Any]] = []
+    for path in paths:
+        seed, rows = _read(Path(path))
+        if any(row["system"] == REFERENCE for row in rows):
+            per_seed[seed] += rows
+        else:
+            shared += rows
+    units: dict[tuple, dict[str, dict[str, bool]]] = defaultdict(lambda: defaultdict(dict))
+    for seed, rows in per_seed.items():
+        for row in [*rows, *shared]:
+            if not row["adversarial"]:
+                units[(SPLIT, seed, row["conversation"])][row["system"]][row["question_id"]] = bool(row["correct"])
+    return units
+
+
+def locomo_paired_rows(paths: list[str | Path], n_boot: int = N_BOOT) -> list[dict[str, Any]]:
+    """One row per system != clerk: clerk minus it on the same non-adversarial questions, per seed
+    (t interval) and bootstrapped over (seed, conversation) units; ``n_personas`` counts units."""
+    rows = paired_from_units(locomo_units(paths), n_boot)
+    return [{**row, "units": row.pop("n_personas")} for row in rows]
+
+
+def locomo_paired_markdown(rows: list[dict[str, Any]]) -> str:
+    """The lines table 2's Markdown ends with: each comparison with both intervals."""
+    from clerk.report.tabular import markdown_table
+
+    body = [[f"clerk − {r['system']}", f"{r['delta']:+.3f}", f"[{r['boot_low']:+.3f}, {r['boot_high']:+.3f}]",
+             f"[{r['seed_ci_low']:+.3f}, {r['seed_ci_high']:+.3f}]" if r["n_seeds"] > 1 else "n/a",
+             str(r["n_questions"]), "yes" if r["conclusive"] else "no (interval includes 0)"] for r in rows]
+    note = (f"\nNon-adversarial questions, paired on the same questions (one subset for every job). Bootstrap: "
+            f"{N_BOOT:,} resamples of the (seed, conversation) units, percentile interval; per seed: the "
+            "difference of the two accuracies in each seed, then the Student-t interval over seeds.")
+    return markdown_table(["comparison", "Δ accuracy", "95 % bootstrap (conversations)", "per-seed 95 % t",
+                           "question answers", "conclusive"], body,
+                          [":---", "---:", "---:", "---:", "---:", ":---"]) + note
