@@ -66,9 +66,11 @@ class TestCompareCommand:
         assert "| paper numbers (numbers.json) |" in out and " 0 | 0 |" in out.splitlines()[4]
 
     def test_changed_metric_fails_naming_it(self, rerun, capsys):
-        """One changed accuracy (table cell and paper number) exits non-zero and names both."""
+        """One accuracy changed beyond its declared machine spread (table cell and paper number)
+        exits non-zero and names both."""
         shipped = _shipped_number("t1.clerk.accuracy_mean")
-        changed = round(shipped["value"] + 1e-6, 6)
+        tolerance = rule_for(load_tolerances(TOLERANCES), "t1.clerk.accuracy_mean").abs
+        changed = round(shipped["value"] - tolerance - 1e-3, 6)
         _set_cell(rerun / "table1.csv", {"split": "test", "system": "clerk"}, "accuracy_mean", f"{changed:.6f}")
         _set_number(rerun, "t1.clerk.accuracy_mean", changed)
         with pytest.raises(SystemExit) as exc:
@@ -79,7 +81,29 @@ class TestCompareCommand:
         out = capsys.readouterr().out
         printed = shipped["text"]
         assert (f"different  number t1.clerk.accuracy_mean: shipped {shipped['value']:g} (printed {printed}), "
-                f"rerun {changed:g} (printed {printed}), |diff| 1e-06") in out
+                f"rerun {changed:g} (printed {printed}), |diff| {abs(changed - shipped['value']):.3g}") in out
+
+    def test_change_within_the_machine_spread_passes(self, rerun, capsys):
+        """A model-derived number moved by less than its declared machine spread is 'within'."""
+        shipped = _shipped_number("t1.clerk.accuracy_mean")
+        tolerance = rule_for(load_tolerances(TOLERANCES), "t1.clerk.accuracy_mean").abs
+        assert 0 < tolerance < 0.1
+        changed = round(shipped["value"] - tolerance / 2, 6)
+        _set_cell(rerun / "table1.csv", {"split": "test", "system": "clerk"}, "accuracy_mean", f"{changed:.6f}")
+        _set_number(rerun, "t1.clerk.accuracy_mean", changed)
+        _compare(rerun)
+        assert "every number and cell equal or within its declared tolerance" in capsys.readouterr().out
+
+    def test_model_free_numbers_must_stay_identical(self, rerun):
+        """The eviction study is model-free: the smallest change of one of its cells fails."""
+        path = next(iter(sorted((rerun / "eviction").glob("*.csv"))))
+        text = path.read_text().splitlines()
+        header, first = text[0].split(","), text[1].split(",")
+        col = next(k for k, v in enumerate(first) if v.replace(".", "", 1).isdigit() and header[k] not in ("seed",))
+        first[col] = str(float(first[col]) + 1e-6)
+        path.write_text("\n".join([text[0], ",".join(first), *text[2:]]) + "\n")
+        with pytest.raises(SystemExit, match=r"beyond tolerance: eviction/"):
+            _compare(rerun)
 
     def test_timing_differences_pass(self, rerun, capsys):
         """Wall seconds are declared timing: changed, they are listed with --verbose, never failed."""

@@ -652,3 +652,21 @@ class TestWorkflowDryRun:
             assert re.search(rf"^{rule}\s+\d+$", done.stdout, re.M), rule
         # One rule draws every figure ({figure} wildcard): one job per figure.
         assert re.search(rf"^figure\s+{len(wiring.FIGURES)}$", done.stdout, re.M), done.stdout
+
+
+def test_paired_verdict_needs_to_clear_the_machine_spread():
+    """A paired difference is conclusive only when its bootstrap interval clears zero by more than
+    the declared machine spread of the bounds (issue 49); the margin comes from tolerances.yaml."""
+    from clerk.provenance.compare import load_tolerances, rule_for
+    from clerk.report.paired import machine_margin, not_conclusive_reason, paired_from_units
+
+    units = {("test", 1, f"p{k}"): {"clerk": {q: q % 10 != 0 for q in range(40)},
+                                    "full": {q: q % 5 != 0 for q in range(40)}} for k in range(12)}
+    (plain,) = paired_from_units(units, n_boot=300)
+    assert plain["delta"] == pytest.approx(0.1) and plain["boot_low"] > 0 and plain["conclusive"]
+    (strict,) = paired_from_units(units, n_boot=300, margin=0.2)
+    assert not strict["conclusive"] and strict["margin"] == 0.2
+    assert not_conclusive_reason(strict) == "no (interval clears 0 by less than the machine spread)"
+    tolerances = ROOT / "paper" / "tolerances.yaml"
+    declared = rule_for(load_tolerances(tolerances), "table_paired.csv:boot_low").abs
+    assert machine_margin(str(tolerances)) == declared > 0 and machine_margin(None) == 0.0

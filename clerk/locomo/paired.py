@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from clerk.errors import UserError
-from clerk.report.paired import N_BOOT, REFERENCE, paired_from_units
+from clerk.report.paired import N_BOOT, REFERENCE, not_conclusive_reason, margin_note, paired_from_units
 
 #: The split name LoCoMo rows carry in the paired table.
 SPLIT = "locomo"
@@ -81,10 +81,10 @@ def locomo_paired_markdown(rows: list[dict[str, Any]]) -> str:
 
     body = [[f"clerk − {r['system']}", f"{r['delta']:+.3f}", f"[{r['boot_low']:+.3f}, {r['boot_high']:+.3f}]",
              f"[{r['seed_ci_low']:+.3f}, {r['seed_ci_high']:+.3f}]" if r["n_seeds"] > 1 else "n/a",
-             str(r["n_questions"]), "yes" if r["conclusive"] else "no (interval includes 0)"] for r in rows]
+             str(r["n_questions"]), "yes" if r["conclusive"] else not_conclusive_reason(r)] for r in rows]
     note = (f"\nNon-adversarial questions, paired on the same questions (one subset for every job). Bootstrap: "
             f"{N_BOOT:,} resamples of the (seed, conversation) units, percentile interval; per seed: the "
-            "difference of the two accuracies in each seed, then the Student-t interval over seeds.")
+            "difference of the two accuracies in each seed, then the Student-t interval over seeds." + margin_note(rows))
     return markdown_table(["comparison", "Δ accuracy", "95 % bootstrap (conversations)", "per-seed 95 % t",
                            "question answers", "conclusive"], body,
                           [":---", "---:", "---:", "---:", "---:", ":---"]) + note

@@ -13,7 +13,11 @@ independent intervals. For each (split, system) this table gives the accuracy di
   drawn units' questions; the 95 % percentile interval of ``n_boot`` resamples
   (``scipy.stats.bootstrap``, a fixed seed, so the table is deterministic).
 
-``conclusive`` is true when the bootstrap interval excludes zero; the paper's claims follow it.
+``conclusive`` is true when the bootstrap interval excludes zero by more than ``margin``: the
+largest change of a bootstrap bound between two CPU kinds, as ``paper/tolerances.yaml`` declares
+it for ``table_paired.csv:boot_low`` / ``boot_high`` (``--tolerances``; measured in
+``benchmarks/machine-spread.md``), so that a verdict holds at both ends of the machine spread
+(issue 49). Without ``--tolerances`` the margin is 0. The paper's claims follow it.
 
     clerk table-paired --predictions results/eval/*/test/predictions.jsonl results/eval/*/test_ood/predictions.jsonl \\
         --out results/table_paired.csv --markdown results/table_paired.md
@@ -67,14 +71,26 @@ def _pairs(per_unit: dict[str, dict[tuple, bool]], system: str) -> tuple[int, in
     return sum(ref[k] for k in common), sum(other[k] for k in common), len(common)
 
 
-def paired_rows(paths: list[str], n_boot: int = N_BOOT) -> list[dict[str, Any]]:
+def paired_rows(paths: list[str], n_boot: int = N_BOOT, margin: float = 0.0) -> list[dict[str, Any]]:
     """One row per (split, system != clerk): the paired difference, per seed and bootstrapped."""
-    return paired_from_units(_load(paths), n_boot)
+    return paired_from_units(_load(paths), n_boot, margin)
 
 
-def paired_from_units(units: dict[tuple, dict[str, dict[Any, bool]]], n_boot: int = N_BOOT) -> list[dict[str, Any]]:
+def machine_margin(tolerances: str | None, table: str = "table_paired.csv") -> float:
+    """The declared machine spread of a paired table's bootstrap bounds (0 without a file)."""
+    if tolerances is None:
+        return 0.0
+    from clerk.provenance.compare import load_tolerances, rule_for
+
+    rules = load_tolerances(tolerances)
+    return max(rule_for(rules, f"{table}:{bound}").abs for bound in ("boot_low", "boot_high"))
+
+
+def paired_from_units(units: dict[tuple, dict[str, dict[Any, bool]]], n_boot: int = N_BOOT,
+                      margin: float = 0.0) -> list[dict[str, Any]]:
     """:func:`paired_rows` over units already loaded: ``(split, seed, unit) -> system -> question
-    key -> correct`` (a unit is what the bootstrap resamples: a persona, a LoCoMo conversation)."""
+    key -> correct`` (a unit is what the bootstrap resamples: a persona, a LoCoMo conversation);
+    ``conclusive`` needs the interval to clear zero by more than ``margin``."""
     import numpy as np
     from scipy import stats
 
@@ -103,7 +119,8 @@ def paired_from_units(units: dict[tuple, dict[str, dict[Any, bool]]], n_boot: in
             rows.append({
                 "split": split, "system": system, "reference": REFERENCE, "n_seeds": len(seeds),
                 "n_personas": len(counts), "n_questions": int(n_q.sum()), "delta": float(delta),
-                "boot_low": low, "boot_high": high, "conclusive": bool(low > 0 or high < 0),
+                "boot_low": low, "boot_high": high, "margin": float(margin),
+                "conclusive": bool(low > margin or high < -margin),
                 "seed_mean": seed_stats["mean"], "seed_ci_low": seed_stats["ci_low"], "seed_ci_high": seed_stats["ci_high"],
             })
     return rows
@@ -118,18 +135,34 @@ def paired_markdown(rows: list[dict[str, Any]]) -> str:
         body.append([r["split"], f"clerk − {r['system']}", f"{r['delta']:+.3f}",
                      f"[{r['boot_low']:+.3f}, {r['boot_high']:+.3f}]",
                      f"[{r['seed_ci_low']:+.3f}, {r['seed_ci_high']:+.3f}]" if r["n_seeds"] > 1 else "n/a",
-                     str(r["n_questions"]), "yes" if r["conclusive"] else "no (interval includes 0)"])
+                     str(r["n_questions"]), "yes" if r["conclusive"] else not_conclusive_reason(r)])
     note = (f"\nPaired on the same questions. Bootstrap: {N_BOOT:,} resamples of the (seed, persona) units, "
             "percentile interval; per seed: the difference of the two accuracies in each seed, then the "
-            "Student-t interval over seeds.")
+            "Student-t interval over seeds." + margin_note(rows))
     return markdown_table(header, body, [":---", ":---", "---:", "---:", "---:", "---:", ":---"]) + note
+
+
+def not_conclusive_reason(row: dict[str, Any]) -> str:
+    """Why a comparison is not conclusive: its interval includes zero, or clears it by less than the margin."""
+    if row["boot_low"] <= 0 <= row["boot_high"]:
+        return "no (interval includes 0)"
+    return "no (interval clears 0 by less than the machine spread)"
+
+
+def margin_note(rows: list[dict[str, Any]]) -> str:
+    """The sentence saying what 'conclusive' needs (the margin of the first row: one per table)."""
+    margin = rows[0]["margin"] if rows else 0.0
+    if not margin:
+        return " Conclusive: the bootstrap interval excludes zero."
+    return (f" Conclusive: the bootstrap interval excludes zero by more than {margin:.3f}, the largest change of a "
+            "bootstrap bound between two CPU kinds (paper/tolerances.yaml, benchmarks/machine-spread.md).")
 
 
 def main(args: Any) -> None:
     """``clerk table-paired``."""
     import pandas as pd
 
-    rows = paired_rows(args.predictions, args.n_boot)
+    rows = paired_rows(args.predictions, args.n_boot, machine_margin(args.tolerances))
     if not rows:
         raise UserError(f"--predictions: no question answered by both {REFERENCE!r} and another system")
     write_csv(pd.DataFrame(rows), args.out)
@@ -144,4 +177,7 @@ def register_cli(sub: Any) -> None:
     p.add_argument("--out", required=True, help="output CSV")
     p.add_argument("--markdown", required=True, help="output Markdown table (for the paper)")
     p.add_argument("--n-boot", dest="n_boot", type=int, default=N_BOOT, help=f"bootstrap resamples (default {N_BOOT})")
+    p.add_argument("--tolerances", default=None, metavar="YAML",
+                   help="tolerances file (paper/tolerances.yaml): 'conclusive' then needs the interval to clear zero by "
+                   "more than the declared machine spread of the bootstrap bounds; default: none (margin 0)")
     p.set_defaults(func=main)

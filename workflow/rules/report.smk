@@ -48,6 +48,7 @@ rule table_paired:
             seed=SEEDS,
             split=EVAL_SPLITS,
         ),
+        tolerances="paper/tolerances.yaml",
         code=code("report"),
     output:
         csv=report(
@@ -66,7 +67,7 @@ rule table_paired:
         **rule_resources("table_paired"),
     shell:
         "clerk table-paired --predictions {input.predictions:q} --out {output.csv:q}"
-        " --markdown {output.md:q} > {log:q} 2>&1"
+        " --markdown {output.md:q} --tolerances {input.tolerances:q} > {log:q} 2>&1"
 
 
 rule table_eviction:
