@@ -34,8 +34,12 @@ def _train_rows(run: Path) -> list[str]:
         metrics = json.loads(path.read_text())
         tokens, seconds = metrics["tokens_seen"], metrics["seconds_this_run"]
         last = list(csv.DictReader((path.parent / "train_log.csv").open()))[-1]
-        rows.append(f"| {role} | {path.parent.name} | {metrics['steps']} | {tokens} | {seconds:.0f} | "
-                    f"{tokens / seconds:.0f} | {float(last['loss']):.3f} (step {last['step']}) |")
+        config = path.parent / "train_config.json"  # the resolved numerics (older runs lack the field)
+        resolved = json.loads(config.read_text()) if config.is_file() else {}
+        precision = resolved.get("precision", "fp32")
+        units = {True: "yes", False: "no"}.get(resolved.get("bf16_units"), "not recorded")
+        rows.append(f"| {role} | {path.parent.name} | {precision} | {units} | {metrics['steps']} | {tokens} | "
+                    f"{seconds:.0f} | {tokens / seconds:.0f} | {float(last['loss']):.3f} (step {last['step']}) |")
     return rows
 
 
@@ -88,10 +92,10 @@ def main() -> None:
         "",
         stages.strip(),
         "",
-        "## Training throughput (LoRA SFT, fp32 on CPU: `train.bf16: off`)",
+        "## Training throughput (LoRA SFT on CPU; precision as resolved on this machine, `train_config.json`)",
         "",
-        "| adapter | seed | steps | tokens seen | seconds | tokens/s | last logged loss |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+        "| adapter | seed | precision | CPU bf16 units | steps | tokens seen | seconds | tokens/s | last logged loss |",
+        "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |",
         *_train_rows(run),
         "",
         "## Evaluation throughput (questions answered per second of each system's wall time)",
