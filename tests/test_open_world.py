@@ -245,3 +245,30 @@ def test_sft_rows_of_open_timelines_teach_the_open_language(splits):
     assert dated > 0
     answers = [r for r in rows["train"] if r["task"] == "answer"]
     assert answers and any(" / " in r["messages"][0]["content"] and "(on " in r["messages"][0]["content"] for r in answers)
+
+
+def test_build_sft_mixes_closed_and_open_timeline_files(tmp_path):
+    """`clerk build-sft --timelines CLOSED OPEN`: one dataset with both kinds of CONSOLIDATE rows;
+    a persona name repeated across the files is refused (the validation split is by persona)."""
+    import subprocess
+
+    from datasets import load_from_disk
+
+    from clerk.generator.timelines import generate_from_config
+
+    closed, opened = tmp_path / "closed.jsonl", tmp_path / "open.jsonl"
+    write_timelines(closed, generate_from_config(GeneratorConfig(seed=3, split="train", personas=4)))
+    write_timelines(opened, _open("train", seed=3, personas=3))
+    out = tmp_path / "sft"
+    cmd = ["clerk", "build-sft", "--seed", "1", "--tasks", "consolidate", "--val-fraction", "0"]
+    subprocess.run([*cmd, "--timelines", str(closed), str(opened), "--out", str(out)], check=True, capture_output=True)
+    rows = load_from_disk(str(out / "train")).to_list()  # --val-fraction 0: no validation rows
+    assert len(rows) == (4 + 3) * 8
+    open_rows = [r for r in rows if "+" in r["persona"]]
+    assert {r["persona"] for r in open_rows} == {tl["name"] for tl in load_timelines(opened)}
+    assert all(r["messages"][0]["content"].split("\n---\n", 1)[1].startswith("date: ") for r in open_rows)
+    stats = json.loads((out / "sft_stats.json").read_text())
+    assert isinstance(stats["timelines_sha256"], list) and len(stats["timelines_sha256"]) == 2
+    bad = subprocess.run([*cmd, "--timelines", str(closed), str(closed), "--out", str(tmp_path / "x")],
+                         capture_output=True, text=True)
+    assert bad.returncode != 0 and "name repeated" in bad.stderr

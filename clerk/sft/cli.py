@@ -47,14 +47,16 @@ def main(args: Any) -> None:
     runtime = None
     if args.tokenizer is not None:
         runtime = Runtime(EvalConfig(window_k=args.window_k, rag_k=args.rag_k), model_dir=args.tokenizer)
-    timelines = load_timelines(args.timelines, "--timelines")
+    files = [args.timelines] if isinstance(args.timelines, str) else list(args.timelines)
+    timelines = [tl for path in files for tl in load_timelines(path, "--timelines")]
     rows, info = build_rows(timelines, config, runtime)
     if args.tasks != "both":  # after the build: the split and the sampled questions stay the mixture's
         rows = {split: [row for row in split_rows if row["task"] == args.tasks] for split, split_rows in rows.items()}
     dataset_dict = to_dataset_dict(rows)
     stats = sft_stats(dataset_dict, config, info["question_pool"])
     stats["tasks_kept"] = args.tasks
-    stats["timelines_sha256"] = hashlib.sha256(Path(args.timelines).read_bytes()).hexdigest()
+    digests = [hashlib.sha256(Path(path).read_bytes()).hexdigest() for path in files]
+    stats["timelines_sha256"] = digests[0] if len(digests) == 1 else digests
     write_sft(dataset_dict, args.out, stats)
 
 
@@ -67,7 +69,9 @@ def register_cli(sub: Any) -> None:
         "train/validation by persona) from a training timeline file, plus sft_stats.json.",
     )
     # inputs and outputs
-    p.add_argument("--timelines", required=True, metavar="FILE", help="training timelines (JSON lines from clerk generate)")
+    p.add_argument("--timelines", required=True, nargs="+", metavar="FILE",
+                   help="training timelines (JSON lines from clerk generate); several files are one mixture, e.g. the "
+                   "closed benchmark's and the open world's (SPEC §2.9): persona names must not repeat across them")
     p.add_argument("--tokenizer", metavar="DIR", default=None,
                    help="model directory whose tokenizer sizes the transcript views (needed for view kinds other than ledger)")
     p.add_argument("--out", required=True, metavar="DIR", help="output directory (replaced if it is an earlier dataset)")
