@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from clerk.errors import UserError
-from clerk.report.paired import N_BOOT, REFERENCE, not_conclusive_reason, margin_note, paired_from_units
+from clerk.report.paired import N_BOOT, REFERENCE, margin_note, not_conclusive_reason, paired_from_units
 
 #: The split name LoCoMo rows carry in the paired table.
 SPLIT = "locomo"
