@@ -22,10 +22,9 @@ import random
 from typing import Any
 
 from clerk import ledger as L
-from clerk import prompts
 from clerk.generator.catalogue import N_OPTIONS
 from clerk.generator.keyspace import KeySpace, OpenKey
-from clerk.generator.questions import reference_answer
+from clerk.generator.questions import reference_answer, ten_options
 from clerk.generator.truth import Fact
 
 #: Question types of the open world, in the order a session draws a type among those possible.
@@ -55,24 +54,6 @@ def nearby_dates(rng: random.Random, when: str, count: int) -> list[str]:
         if text != when and text not in out:
             out.append(text)
     return out
-
-
-def _options(rng: random.Random, answer: str, first: list[str], pool: list[str],
-             spare: list[str] = ()) -> tuple[list[str], int]:
-    """Ten distinct options: the answer, both fixed phrases, ``first`` (stale and other-subject
-    values), then ``pool`` (the key's own values), then ``spare``, each in a seeded order; shuffled."""
-    pool, spare = list(pool), list(spare)
-    rng.shuffle(pool)
-    rng.shuffle(spare)
-    options = [answer]
-    for value in [prompts.UNKNOWN_ANSWER, prompts.NEGATED_ANSWER, *first, *pool, *spare]:
-        if len(options) == N_OPTIONS:
-            break
-        if value not in options:
-            options.append(value)
-    assert len(options) == N_OPTIONS, options
-    rng.shuffle(options)
-    return options, options.index(answer)
 
 
 def _eligible(facts: dict[str, dict[str, Fact]], whens: dict[tuple[str, str], list[str]], space: KeySpace,
@@ -129,7 +110,7 @@ def ask_open_questions(rng: random.Random, count: int, space: KeySpace, facts: d
         if qtype == "when":
             answer = ledger[L.find(ledger, subject, key)]["w"]
             stale = list(reversed(whens[(subject, key)][:-1]))
-            options, correct = _options(rng, answer, stale, nearby_dates(rng, answer, N_OPTIONS - 1))
+            options, correct = ten_options(rng, answer, stale, nearby_dates(rng, answer, N_OPTIONS - 1), [])
             template = rng.choice(spec.ask_when)
         else:
             answer = reference_answer(ledger, subject, key, temporal=qtype == "temporal")
@@ -142,7 +123,7 @@ def ask_open_questions(rng: random.Random, count: int, space: KeySpace, facts: d
             else:
                 stale = [*history, *others]
             spare = [v for k in space.keys if k.object != spec.object for v in k.values]
-            options, correct = _options(rng, answer, stale, list(spec.values), list(dict.fromkeys(spare)))
+            options, correct = ten_options(rng, answer, stale, list(spec.values), list(dict.fromkeys(spare)))
             template = rng.choice(spec.ask_before if qtype == "temporal" else spec.ask)
         questions.append({"question": template.format(name=subject, noun=spec.noun), "type": qtype,
                           "subject": subject, "pred": key, "answer": answer, "options": options,

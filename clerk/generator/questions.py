@@ -127,15 +127,16 @@ def _eligible(cat: Catalogue, facts: dict[str, Fact], ledger: L.Ledger, subject:
     return out
 
 
-def _options(rng: random.Random, cat: Catalogue, pred: Predicate, answer: str,
-             stale: list[str]) -> tuple[list[str], int]:
-    """Ten distinct options (gold, both fixed phrases, stale values, pool values), shuffled."""
-    options = [answer]
-    others = [v for p in cat.predicates if p.key != pred.key for v in p.values]
-    pool, spare = list(pred.values), list(dict.fromkeys(others))
+def ten_options(rng: random.Random, answer: str, first: list[str], pool: list[str],
+                spare: list[str]) -> tuple[list[str], int]:
+    """Ten distinct options and the answer's index: the answer, both fixed phrases, ``first``
+    (stale values, another subject's), then ``pool`` (the fact's own values) and ``spare`` (other
+    values), each of the two in a seeded order; then all ten shuffled."""
+    pool, spare = list(pool), list(spare)
     rng.shuffle(pool)
     rng.shuffle(spare)
-    for value in [prompts.UNKNOWN_ANSWER, prompts.NEGATED_ANSWER, *stale, *pool, *spare]:
+    options = [answer]
+    for value in [prompts.UNKNOWN_ANSWER, prompts.NEGATED_ANSWER, *first, *pool, *spare]:
         if len(options) == N_OPTIONS:
             break
         if value not in options:
@@ -143,6 +144,13 @@ def _options(rng: random.Random, cat: Catalogue, pred: Predicate, answer: str,
     assert len(options) == N_OPTIONS, options
     rng.shuffle(options)
     return options, options.index(answer)
+
+
+def _options(rng: random.Random, cat: Catalogue, pred: Predicate, answer: str,
+             stale: list[str]) -> tuple[list[str], int]:
+    """Ten distinct options (gold, both fixed phrases, stale values, pool values), shuffled."""
+    others = [v for p in cat.predicates if p.key != pred.key for v in p.values]
+    return ten_options(rng, answer, stale, list(pred.values), list(dict.fromkeys(others)))
 
 
 def ask_questions(rng: random.Random, cfg: GeneratorConfig, cat: Catalogue, facts: dict[str, Fact],

@@ -19,33 +19,28 @@ from pathlib import Path
 from typing import Any
 
 from clerk.errors import UserError
-from clerk.report.paired import N_BOOT, REFERENCE, margin_note, not_conclusive_reason, paired_from_units
+from clerk.report.paired import (
+    N_BOOT,
+    REFERENCE,
+    margin_note,
+    not_conclusive_reason,
+    paired_from_units,
+    prediction_rows,
+)
 
 #: The split name LoCoMo rows carry in the paired table.
 SPLIT = "locomo"
+#: Fields of a LoCoMo prediction row the pairing reads.
+FIELDS = ("question_id", "conversation", "system", "adversarial", "correct")
 
 
 def _read(path: Path) -> tuple[int, list[dict[str, Any]]]:
     """(the job's seed from its metrics.json beside, its prediction rows)."""
     try:
         seed = json.loads((path.parent / "metrics.json").read_text(encoding="utf-8"))["seed"]
-        lines = path.read_text(encoding="utf-8").splitlines()
     except (OSError, ValueError, KeyError, TypeError) as err:
-        raise UserError(f"--predictions: {str(path)!r} needs a readable predictions.jsonl and the metrics.json "
-                        f"of its job beside it ({err})") from None
-    rows = []
-    for n, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError as err:
-            raise UserError(f"--predictions {str(path)!r}: line {n} is not JSON ({err}; truncated?)") from None
-        if not isinstance(row, dict) or not {"question_id", "conversation", "system", "adversarial", "correct"} <= set(row):
-            raise UserError(f"--predictions {str(path)!r}: line {n} must be a LoCoMo prediction (question_id, "
-                            f"conversation, system, adversarial, correct); got {line[:80]!r}")
-        rows.append(row)
-    return int(seed), rows
+        raise UserError(f"--predictions: {str(path)!r} needs the metrics.json of its job beside it ({err})") from None
+    return int(seed), prediction_rows(path, FIELDS, "a LoCoMo prediction")
 
 
 def locomo_units(paths: list[str | Path]) -> dict[tuple, dict[str, dict[str, bool]]]:

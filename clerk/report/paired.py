@@ -42,24 +42,41 @@ N_BOOT = 10_000
 BOOT_SEED = 20261201
 
 
+#: Fields every prediction row of ``clerk evaluate`` has that the pairing reads.
+PREDICTION_FIELDS = ("split", "seed", "persona", "system", "session", "q", "correct")
+
+
+def prediction_rows(path: str | Path, fields: tuple[str, ...], what: str) -> list[dict[str, Any]]:
+    """The JSON objects of one predictions.jsonl, each holding ``fields`` (``what`` names the kind
+    of prediction in the error).
+
+    Raises:
+        UserError: the file cannot be read, or a line is not JSON or lacks a field.
+    """
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as err:
+        raise UserError(f"--predictions: cannot read {str(path)!r} ({err.strerror})") from None
+    rows = []
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as err:
+            raise UserError(f"--predictions {str(path)!r}: line {n} is not JSON ({err}; truncated?)") from None
+        if not isinstance(row, dict) or not set(fields) <= set(row):
+            raise UserError(f"--predictions {str(path)!r}: line {n} must be {what} with {', '.join(fields)}; "
+                            f"got {line[:80]!r}")
+        rows.append(row)
+    return rows
+
+
 def _load(paths: list[str]) -> dict[tuple, dict[str, dict[tuple, bool]]]:
     """(split, seed, persona) -> system -> (session, q) -> correct."""
     units: dict[tuple, dict[str, dict[tuple, bool]]] = defaultdict(lambda: defaultdict(dict))
     for path in paths:
-        try:
-            lines = Path(path).read_text(encoding="utf-8").splitlines()
-        except OSError as err:
-            raise UserError(f"--predictions: cannot read {path!r} ({err.strerror})") from None
-        for n, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except ValueError as err:
-                raise UserError(f"--predictions {path!r}: line {n} is not JSON ({err}; truncated?)") from None
-            if not isinstance(row, dict) or not {"split", "seed", "persona", "system", "session", "q", "correct"} <= set(row):
-                raise UserError(f"--predictions {path!r}: line {n} must be a prediction object with split, seed, "
-                                f"persona, system, session, q and correct; got {line[:80]!r}")
+        for row in prediction_rows(path, PREDICTION_FIELDS, "a prediction object"):
             units[(row["split"], row["seed"], row["persona"])][row["system"]][(row["session"], row["q"])] = bool(row["correct"])
     return units
 
