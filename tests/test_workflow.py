@@ -89,7 +89,7 @@ class TestDryRuns:
                    if a["sft"].startswith("results/sft_reader/")]
         assert readers == [(reader_seed, config["reader"]["max_steps"], 0, f"results/sft_reader/{reader_seed}")]
         (reader_sft,) = [a for a in shell_commands(out, "build-sft") if a["out"].startswith("results/sft_reader/")]
-        assert reader_sft["timelines"] == f"results/data/{reader_seed}/train.jsonl"
+        assert reader_sft["timelines"] == [f"results/data/{reader_seed}/train.jsonl"]  # one file (nargs="+")
         # ... and it reads every evaluation and erasure job of every seed, with the configured calibration.
         reads = shell_commands(out, "evaluate") + shell_commands(out, "erasure")
         assert len(reads) == 3 * len(seeds)
