@@ -42,11 +42,16 @@ def _snakemake(repo: Path, *args: str) -> subprocess.CompletedProcess:
 def _kill_during_train(repo: Path) -> None:
     """Rerun the train rule, wait for its step-8 checkpoint, SIGKILL the whole process group."""
     marker = repo / CHECKPOINTS / "checkpoint-8" / "clerk_complete"
-    proc = subprocess.Popen(["snakemake", TARGET, "--forcerun", "train", *ARGS], cwd=repo, env=_env(),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    output = repo / "kill_during_train.log"
+    with output.open("w") as sink:
+        proc = subprocess.Popen(["snakemake", TARGET, "--forcerun", "train", *ARGS], cwd=repo, env=_env(),
+                                stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
     deadline = time.monotonic() + 300
     while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.01)
+    if proc.poll() is not None:
+        pytest.fail(f"the workflow ended (rc {proc.returncode}) before step 8's checkpoint; its output:\n"
+                    + output.read_text()[-4000:])
     # snakemake, its job's shell and `clerk train` share the new session's process group.
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=60)
