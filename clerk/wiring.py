@@ -291,9 +291,10 @@ def stage_config(config: dict, stage: str, **wildcards: str) -> dict[str, Any]:
         spec = config["locomo"]
         seeded, shared = locomo_systems(config)
         return {"systems": seeded if stage == "locomo" else shared, "max_questions": spec["max_questions"],
-                "subset_seed": spec.get("subset_seed", 0), "budget": data["budget"],
+                "subset_seed": spec.get("subset_seed", 0), "budget": spec.get("budget", data["budget"]),
+                "ledger": spec.get("ledger", "closed"), "max_new_tokens": spec.get("max_new_tokens", evaluate["max_new_tokens"]),
                 "download": bool(spec["download"] and not spec["path"]),
-                **{key: evaluate[key] for key in ("max_new_tokens", "batch_size", "reader_model", "reader_pmi", "dtype")}}
+                **{key: evaluate[key] for key in ("batch_size", "reader_model", "reader_pmi", "dtype")}}
     if stage == "locomo_status":
         return {"path": config["locomo"]["path"] or "", "download": bool(config["locomo"]["download"])}
     if stage == "paper":

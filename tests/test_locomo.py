@@ -588,11 +588,22 @@ class TestSessionRecord:
         assert all(s["questions"] == [] for s in tl["sessions"])
 
 
+    def test_open_ledger_has_the_speakers_as_subjects(self):
+        """With the open ledger a conversation is a format-2 record whose form names both speakers
+        (the ledger systems then compile and reduce under it); the closed ledger has no form."""
+        from clerk.form import timeline_form
+
+        conv = load_locomo(PERCENA)[1]
+        form = timeline_form(conversation_timeline(conv, 24, "open"))
+        assert (form.subjects, form.keys) == (("Noor", "Kai"), None)
+        assert timeline_form(conversation_timeline(conv, 24, "closed")) is None
+
+
 class TestLocomoEvalConfig:
     def test_defaults(self):
-        """The LoCoMo budget defaults to the synthetic budget and the reader is MC."""
+        """The LoCoMo budget defaults to the synthetic budget, the ledger is closed, the reader MC."""
         cfg = LocomoEvalConfig()
-        assert (cfg.budget, cfg.summary_k, cfg.reader) == (12, 3, "mc")
+        assert (cfg.budget, cfg.ledger, cfg.summary_k, cfg.reader) == (12, "closed", 3, "mc")
 
     def test_rejects(self):
         """Bad budgets, k and the rule reader are refused with the field named."""
@@ -600,6 +611,8 @@ class TestLocomoEvalConfig:
             LocomoEvalConfig(summary_k=0)
         with pytest.raises(UserError, match=r"^reader must be 'mc' on LoCoMo"):
             LocomoEvalConfig(reader="rule")
+        with pytest.raises(UserError, match=r"^ledger must be one of open, closed, got 'catalogue'$"):
+            LocomoEvalConfig(ledger="catalogue")
 
 
 class TestSummaryRag:

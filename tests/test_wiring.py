@@ -169,6 +169,16 @@ class TestStageConfigs:
         args = resolve(["locomo", "--model", "m", "--out", "o", "--config", json.dumps(cfg)])
         assert args.reader_model == "reader"
 
+    def test_locomo_ledger_is_its_own_dataset_config(self):
+        """LoCoMo's ledger form, budget and write cap come from the locomo block, not from the
+        synthetic data and evaluation blocks."""
+        config = load_and_validate(ROOT / "config/config.yaml")
+        config["locomo"].update(ledger="open", budget=31, max_new_tokens=177)
+        cfg = wiring.stage_config(config, "locomo")
+        args = resolve(["locomo", "--model", "m", "--out", "o", "--config", json.dumps(cfg)])
+        assert (args.ledger, args.budget, args.max_new_tokens) == ("open", 31, 177)
+        assert config["data"]["budget"] != 31 and config["evaluate"]["max_new_tokens"] != 177
+
     def test_locomo_runs_the_seeded_systems_per_seed_and_the_rest_once(self):
         """clerk (the seed's policy writes) runs per seed; the other systems once; every job draws
         the same question subset (locomo.subset_seed)."""

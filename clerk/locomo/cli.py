@@ -20,6 +20,7 @@ from clerk.errors import UserError
 from clerk.locomo.bench import main_bench
 from clerk.locomo.data import LOCOMO_SYSTEMS, Conversation, LocomoConfig, Question
 from clerk.locomo.evaluation import (
+    LEDGER_FORMS,
     LOCOMO_METRICS_SCHEMA_ID,
     LOCOMO_SCHEMAS,
     LocomoEvalConfig,
@@ -58,9 +59,9 @@ def _prepare(args: argparse.Namespace) -> tuple[LocomoConfig, Path, LocomoEvalCo
     for flag, value in (("--adapter", args.adapter), ("--reader-adapter", args.reader_adapter)):
         if value is not None and not Path(value).is_dir():
             raise UserError(f"{flag}: expected an adapter directory, got {value!r}")
-    ecfg = LocomoEvalConfig(budget=args.budget, summary_k=args.summary_k, max_new_tokens=args.max_new_tokens,
-                            batch_size=args.batch_size, reader_model=args.reader_model, reader_pmi=args.reader_pmi,
-                            max_read_tokens=args.max_read_tokens, dtype=args.dtype)
+    ecfg = LocomoEvalConfig(budget=args.budget, ledger=args.ledger, summary_k=args.summary_k,
+                            max_new_tokens=args.max_new_tokens, batch_size=args.batch_size,
+                            reader_model=args.reader_model, reader_pmi=args.reader_pmi, max_read_tokens=args.max_read_tokens, dtype=args.dtype)
     runtime = Runtime(ecfg, model_dir=args.model, adapter_dir=args.adapter, reader_adapter_dir=args.reader_adapter)
     make_systems(list(cfg.systems), runtime, locomo_registry())  # fail on names/adapter before loading
     return cfg, data, ecfg, runtime
@@ -195,8 +196,11 @@ def _add_locomo(sub: argparse._SubParsersAction) -> None:
                    help=f"memory systems to run, from {', '.join(LOCOMO_SYSTEMS)}; default: all")
     # memory and views
     p.add_argument("--budget", type=int, default=d.budget, metavar="B",
-                   help=f"ledger slots of the ledger systems (config data.budget: the synthetic budget the policy "
-                        f"was trained with); default: {d.budget}")
+                   help=f"ledger slots of the ledger systems (config locomo.budget); default: {d.budget}")
+    p.add_argument("--ledger", choices=LEDGER_FORMS, default=d.ledger,
+                   help="ledger form of the ledger systems: open (the two speakers as subjects, keys coined by "
+                        "the writer, dates; a policy trained on the open world) or closed (one subject, the "
+                        f"synthetic catalogue; a closed-world policy) (config locomo.ledger); default: {d.ledger}")
     p.add_argument("--summary-k", dest="summary_k", type=int, default=d.summary_k, metavar="K",
                    help=f"session summaries the summary-rag view retrieves per question; default: {d.summary_k}")
     p.add_argument("--max-read-tokens", dest="max_read_tokens", type=int, default=d.max_read_tokens, metavar="N",

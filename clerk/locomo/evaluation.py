@@ -41,6 +41,9 @@ from clerk.memory.base import EvalConfig, Runtime
 DATE_ROLE = "date"
 #: Ledger budget B on LoCoMo when none is given: the synthetic default (config ``data.budget``).
 DEFAULT_BUDGET = 12
+#: The ledger form of the ledger systems on LoCoMo (:class:`LocomoEvalConfig` ``ledger``).
+LEDGER_FORMS = ("open", "closed")
+DEFAULT_LEDGER = "closed"
 #: Summaries the ``summary-rag`` view retrieves per question by default.
 DEFAULT_SUMMARY_K = 3
 #: Non-adversarial categories; ``accuracy`` is over these, adversarial questions are reported apart.
@@ -114,10 +117,14 @@ class LocomoEvalConfig(EvalConfig):
             synthetic budget, :data:`DEFAULT_BUDGET`, so the trained policy sees the budget it
             was trained with.
         summary_k: summaries the ``summary-rag`` view retrieves per question.
+        ledger: ``open`` (a format-2 ledger whose subjects are the conversation's two speakers,
+            keys coined by the writer, SPEC §1.7) or ``closed`` (the synthetic benchmark's one
+            subject and catalogue, for a policy trained on the closed world only).
     """
 
     budget: int = DEFAULT_BUDGET
     summary_k: int = DEFAULT_SUMMARY_K
+    ledger: str = DEFAULT_LEDGER
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -125,6 +132,8 @@ class LocomoEvalConfig(EvalConfig):
             value = getattr(self, name)
             if type(value) is not int or value < 1:
                 raise UserError(f"{name} must be an int >= 1, got {value!r}")
+        if self.ledger not in LEDGER_FORMS:
+            raise UserError(f"ledger must be one of {', '.join(LEDGER_FORMS)}, got {self.ledger!r}")
         if self.reader != "mc":
             raise UserError(f"reader must be 'mc' on LoCoMo (no gold ledger for the rule reader), got {self.reader!r}")
 
@@ -182,11 +191,25 @@ def check_system_inputs(conversations: Sequence[Conversation], systems: dict[str
             )
 
 
-def conversation_timeline(conv: Conversation, budget: int) -> dict[str, Any]:
+def conversation_timeline(conv: Conversation, budget: int, ledger: str = DEFAULT_LEDGER) -> dict[str, Any]:
     """A conversation as the runner's persona record: its sessions (no questions inside them:
-    LoCoMo questions are asked after the whole conversation) and the ledger budget."""
-    return {"name": conv.conv_id, "split": "locomo", "seed": 0, "budget": budget,
-            "speakers": list(conv.speakers), "sessions": [session_record(s) for s in conv.sessions]}
+    LoCoMo questions are asked after the whole conversation) and the ledger budget. With the
+    ``open`` ledger it is a format-2 record whose form has the two speakers as subjects (as the
+    open world's synthetic conversations, SPEC §2.9), so writers file each fact under who it is
+    about; ``closed`` keeps the synthetic benchmark's one-subject catalogue ledger.
+
+    >>> conv = Conversation("conv-1", ("Ana", "Bo"), [], [], "locomo10")
+    >>> conversation_timeline(conv, 24, "open")["form"]["subjects"], "form" in conversation_timeline(conv, 12)
+    (['Ana', 'Bo'], False)
+    """
+    record = {"name": conv.conv_id, "split": "locomo", "seed": 0, "budget": budget,
+              "speakers": list(conv.speakers), "sessions": [session_record(s) for s in conv.sessions]}
+    if ledger == "closed":
+        return record
+    from clerk.form import LedgerForm, normalise_subject
+
+    form = LedgerForm(tuple(normalise_subject(name) for name in conv.speakers))
+    return {"format": 2, "form": form.to_json(), **record}
 
 
 def question_time(conv: Conversation) -> dict[str, Any]:
@@ -371,7 +394,7 @@ def evaluate_locomo(
     systems = make_systems(list(system_names), runtime, registry if registry is not None else locomo_registry())
     check_system_inputs(conversations, systems)
     _load_models(systems, runtime)
-    timelines = [conversation_timeline(conv, cfg.budget) for conv in conversations]
+    timelines = [conversation_timeline(conv, cfg.budget, cfg.ledger) for conv in conversations]
     finals, writes, write_seconds = _write_all(timelines, systems, progress)
 
     predictions: list[dict] = []
