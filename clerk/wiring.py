@@ -20,6 +20,8 @@ from typing import Any
 
 #: Timeline splits: train feeds SFT; test and test_ood are evaluated; long is the read-cost probe.
 SPLITS = ("train", "test", "test_ood", "long")
+#: The open world's training conversations of one seed (rule generate_open).
+OPEN_TRAIN = "results/data/{seed}/open_train.jsonl"
 #: The evaluated splits.
 EVAL_SPLITS = ("test", "test_ood")
 #: Which evaluation split each systems table summarises.
@@ -97,21 +99,25 @@ Products = list[dict[str, list[str]]]
 
 
 def stages(seeds: list[str], reader_seed: str | None, locomo_seeded: bool = False,
-           locomo_shared: bool = False) -> dict[str, Products]:
+           locomo_shared: bool = False, open_world: bool = False) -> dict[str, Products]:
     """Pipeline stages in paper order: rule -> the wildcard products of its jobs (and benchmark
     files), each a dict of wildcard -> values expanded as a product; the rows of
     results/benchmarks.csv. ``reader_seed``: the one separate reader's seed (None: no separate
     reader), whose training split is generated beside the experiment seeds' splits;
     ``locomo_seeded`` / ``locomo_shared``: LoCoMo's per-seed and once-per-run jobs are in the run
-    (:func:`locomo_systems`)."""
-    out: dict[str, Products] = {
-        "generate": [{"seed": seeds, "split": list(SPLITS)}],
+    (:func:`locomo_systems`); ``open_world``: open-world training conversations join the SFT
+    sets (:func:`open_world`)."""
+    out: dict[str, Products] = {"generate": [{"seed": seeds, "split": list(SPLITS)}]}
+    if reader_seed is not None:
+        out["generate"].append({"seed": [reader_seed], "split": ["train"]})
+    if open_world:
+        out["generate_open"] = [{"seed": seeds + ([reader_seed] if reader_seed is not None else [])}]
+    out |= {
         "build_sft": [{"seed": seeds}],
         "base_model": [{}],
         "train": [{"seed": seeds}],
     }
     if reader_seed is not None:
-        out["generate"].append({"seed": [reader_seed], "split": ["train"]})
         out |= {"build_sft_reader": [{"seed": [reader_seed]}], "train_reader": [{"seed": [reader_seed]}]}
     out |= {
         "evaluate": [{"seed": seeds, "split": list(EVAL_SPLITS)}],
@@ -129,7 +135,7 @@ def stages(seeds: list[str], reader_seed: str | None, locomo_seeded: bool = Fals
     return out
 
 
-def final_targets(seeds: list[str], reader_seed: str | None) -> list[str]:
+def final_targets(seeds: list[str], reader_seed: str | None, open_world: bool = False) -> list[str]:
     """Every artifact of the paper: the targets of the workflow's default target (LoCoMo's table
     2 joins them when enabled, workflow/rules/locomo.smk), the manifest last."""
 
@@ -140,6 +146,8 @@ def final_targets(seeds: list[str], reader_seed: str | None) -> list[str]:
         return out
 
     targets = each("results/data/{seed}/{split}.jsonl", seed=seeds, split=SPLITS)
+    if open_world:
+        targets += each(OPEN_TRAIN, seed=seeds + ([reader_seed] if reader_seed is not None else []))
     targets += each("results/sft/{seed}", seed=seeds)
     targets += each("results/eviction/{seed}.csv", seed=seeds)
     targets += each("results/train/{seed}", seed=seeds)
@@ -161,6 +169,18 @@ def final_targets(seeds: list[str], reader_seed: str | None) -> list[str]:
 
 
 # ---- the --config object of each verb --------------------------------------------------------
+
+
+def open_world(config: dict) -> bool:
+    """Open-world training conversations (``data.open``, SPEC §2.9) join the policy's and the
+    reader's SFT sets."""
+    return bool(config["data"].get("open"))
+
+
+def sft_timelines(config: dict, seed: str) -> list[str]:
+    """The training timelines of one SFT set: the closed benchmark's, then the open world's when
+    :func:`open_world` (one mixture, ``clerk build-sft --timelines A B``)."""
+    return [f"results/data/{seed}/train.jsonl", *([OPEN_TRAIN.format(seed=seed)] if open_world(config) else [])]
 
 
 def separate_reader(config: dict) -> bool:
@@ -248,6 +268,10 @@ def stage_config(config: dict, stage: str, **wildcards: str) -> dict[str, Any]:
     if stage == "generate":
         split = wildcards["split"]  # the long-horizon probe uses the test names and phrasings
         return _generate(config, data[split], "test" if split == "long" else split)
+    if stage == "generate_open":  # the same keys as the closed splits' where they mean the same
+        spec = data["open"]
+        return {"world": "open", "split": "train", "personas": spec["personas"], "sessions": spec["sessions"],
+                "budget": spec["budget"]}
     if stage == "generate_forget":
         spec = config["erasure"]
         return _generate(config, spec, "test", spec["forgets"])

@@ -25,7 +25,7 @@ PROFILES = {
 }
 #: The verb each stage's --config object goes to.
 VERBS = {
-    "generate": "generate", "generate_forget": "generate", "build_sft": "build-sft", "build_sft_reader": "build-sft",
+    "generate": "generate", "generate_open": "generate", "generate_forget": "generate", "build_sft": "build-sft", "build_sft_reader": "build-sft",
     "base_model": "materialize-model", "train": "train", "train_reader": "train", "learning_curve": "learning-curve",
     "evaluate": "evaluate", "erasure": "erasure", "read_cost": "read-cost", "streams": "streams",
     "eviction_study": "eviction-study", "table_eviction": "table-eviction", "figure": "figure", "locomo": "locomo",
@@ -131,6 +131,8 @@ class TestStageConfigs:
         for stage, verb in VERBS.items():
             if (stage, bool(seeded), bool(shared)) in (("locomo", False, True), ("locomo_shared", True, False)):
                 continue  # a LoCoMo job this profile never runs (clerk.wiring.locomo_systems)
+            if stage == "generate_open" and not wiring.open_world(config):
+                continue  # no open-world data in this profile
             wildcards = {"split": "long", "seed": str(config["seeds"][0]), "figure": "eviction"}
             cfg = wiring.stage_json(config, stage, **wildcards)
             parser = make_parser()
@@ -168,6 +170,21 @@ class TestStageConfigs:
                                                            config["evaluate"]["reader_pmi"])
         args = resolve(["locomo", "--model", "m", "--out", "o", "--config", json.dumps(cfg)])
         assert args.reader_model == "reader"
+
+    def test_open_world_data_is_per_seed_and_feeds_both_sft_sets(self):
+        """data.open adds one generate_open job per experiment seed and the reader's seed, whose
+        file follows the closed one in every SFT set; without it nothing of the open world runs."""
+        config = load_and_validate(ROOT / "config/config.yaml", ROOT / "config/smoke.yaml")
+        assert wiring.open_world(config)
+        assert wiring.sft_timelines(config, "137") == ["results/data/137/train.jsonl", "results/data/137/open_train.jsonl"]
+        jobs = wiring.stages(["137", "991"], "31", open_world=True)
+        assert jobs["generate_open"] == [{"seed": ["137", "991", "31"]}] and list(jobs)[:2] == ["generate", "generate_open"]
+        assert "results/data/31/open_train.jsonl" in wiring.final_targets(["137"], "31", open_world=True)
+        args = resolve(["generate", "--config", wiring.stage_json(config, "generate_open")])
+        assert (args.world, args.split, args.personas, args.budget) == ("open", "train", 3, 8)
+        config["data"]["open"] = None
+        assert wiring.sft_timelines(config, "137") == ["results/data/137/train.jsonl"]
+        assert "generate_open" not in wiring.stages(["137"], "31") and not wiring.open_world(config)
 
     def test_locomo_ledger_is_its_own_dataset_config(self):
         """LoCoMo's ledger form, budget and write cap come from the locomo block, not from the

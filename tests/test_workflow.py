@@ -198,6 +198,21 @@ class TestSmokeRun:
         proc = _snakemake(smoke_run, "-n", "--cores", "1", *SMOKE, timeout=120)
         assert "Nothing to be done" in proc.stdout + proc.stderr
 
+    def test_a_config_change_reruns_the_jobs_it_reaches(self, smoke_run, tmp_path):
+        """A changed value of the evaluate or locomo block reruns exactly the jobs whose --config
+        object holds it (Snakemake's params trigger): each such params function takes the
+        wildcards only, since Snakemake neither records nor compares one that takes ``input``
+        (snakemake/snakemake#3895)."""
+        for block, value, rules in (("evaluate", {"teacher_forced": []}, {"evaluate": 4}),
+                                    ("locomo", {"budget": 5}, {"locomo": 2, "locomo_shared": 1})):
+            extra = tmp_path / f"{block}.yaml"
+            extra.write_text(json.dumps({block: value}))
+            proc = _snakemake(smoke_run, "-n", "--cores", "1", *SMOKE, str(extra), timeout=120)
+            assert proc.returncode == 0, proc.stderr
+            counts = dict(re.findall(r"^(\w+)\s+(\d+)$", proc.stdout, re.M))
+            assert {rule: int(counts.get(rule, 0)) for rule in rules} == rules, proc.stdout[-3000:]
+            assert "train" not in counts and "generate" not in counts
+
     def test_paper_numbers_verify(self, smoke_run):
         """`clerk verify` passes: every file hashes to the manifest, every paper number to its source."""
         proc = subprocess.run(["clerk", "verify"], cwd=smoke_run, capture_output=True, text=True)
@@ -237,11 +252,24 @@ class TestSmokeRun:
         table = pd.read_csv(smoke_run / "results/benchmarks.csv").set_index("stage")
         runs = smoke_run / wiring.BENCHMARK_ROOT
         assert not (smoke_run / "benchmarks/runs").exists() and not (smoke_run / "benchmarks/report").exists()
-        stages = wiring.stages(["137", "991"], reader_seed="31", locomo_seeded=True, locomo_shared=True)
+        stages = wiring.stages(["137", "991"], reader_seed="31", locomo_seeded=True, locomo_shared=True,
+                               open_world=True)
         on_disk = {d.name: len(list(d.rglob("*.tsv"))) for d in runs.iterdir() if d.is_dir() and d.name in stages}
-        assert {"learning_curve", "locomo", "locomo_shared"} <= set(on_disk) and set(on_disk) == set(stages)
+        assert {"learning_curve", "locomo", "locomo_shared", "generate_open"} <= set(on_disk) == set(stages)
         assert {stage: int(table.loc[stage, "jobs"]) for stage in on_disk if stage in table.index} == on_disk
         assert int(table.loc["total", "jobs"]) == sum(on_disk.values())
+
+    def test_open_world_joins_both_sft_sets(self, smoke_run):
+        """With data.open (the smoke profile) each SFT set is one mixture of the closed benchmark's
+        and the open world's training timelines, in that order, and both kinds of persona are in it."""
+        import hashlib
+
+        for sft, seed in (("sft", "137"), ("sft_reader", "31")):
+            stats = json.loads((smoke_run / f"results/{sft}/{seed}/sft_stats.json").read_text())
+            files = [smoke_run / path for path in wiring.sft_timelines({"data": {"open": {"personas": 1}}}, seed)]
+            assert stats["timelines_sha256"] == [hashlib.sha256(f.read_bytes()).hexdigest() for f in files]
+            names = [n for split in stats["splits"].values() for n in split["personas"]]
+            assert any("+" in n for n in names) and any("+" not in n for n in names)
 
     def test_forced_report_rerun_is_byte_identical(self, after_smoke_run):
         """Re-running the table, figure, numbers and paper rules reproduces identical bytes."""

@@ -26,7 +26,9 @@ from clerk.wiring import (
     final_targets,
     locomo_systems,
     log_path,
+    open_world,
     reader_seed,
+    sft_timelines,
     stage_config,
     stage_json,
     stages,
@@ -46,6 +48,9 @@ CURVE_SEED = SEEDS[0]
 # train_reader: ANSWER examples only, the `reader` block's ratio and steps); the policy's adapter
 # trains on CONSOLIDATE examples only. With `adapter` the two share one adapter per seed.
 READER_SEED = reader_seed(config)
+# Open-world training conversations (data.open; SPEC §2.9) join the policy's and the reader's SFT
+# sets, one file per seed (rule generate_open).
+OPEN_WORLD = open_world(config)
 SEPARATE_READER = READER_SEED is not None
 # Model jobs (train, evaluate, locomo) run torch with one thread, on a GPU when one is visible.
 # On a GPU they claim `gpu=1`, so `--resources gpu=1` serialises them. On a CPU-only machine they
@@ -114,6 +119,8 @@ MEASURED = {
     "learning_curve": (600.0, 1800.0),
     "erasure": (219.09, 2498.74),
     "generate_forget": (1.22, 31.0),
+    # Not measured in a run: 40 conversations take about a second and a few tens of MB, as generate.
+    "generate_open": (3.18, 40.49),
     "build_sft_reader": (31.96, 386.58),
     # Measured at 1200 steps in the run of 2026-12-04 (a slower VM than 2026-12-03's).
     "train_reader": (1961.2, 3418.9),
@@ -159,19 +166,26 @@ def get_memory_code(wildcards):
     return sorted(str(p) for p in Path("clerk/memory").glob("*.py"))
 
 
+# The built-in phrasing data (the catalogue, its wordings and the open world's key space).
+BUILTIN_PHRASINGS = sorted(str(p) for p in Path("clerk/phrasing").glob("*.yaml"))
+
+
 def get_phrasings(wildcards):
     """A user phrasing catalogue if configured, else the built-in data files."""
     if config["data"].get("phrasings"):
         return [config["data"]["phrasings"]]
-    return sorted(str(p) for p in Path("clerk/phrasing").glob("*.yaml"))
+    return BUILTIN_PHRASINGS
 
 
-def _config_with_inputs(stage, wildcards, input, **paths):
-    """The stage's --config JSON plus input paths (key -> input name) where the job has them."""
-    cfg = stage_config(config, stage, **wildcards)
-    cfg.update(
-        {key: input[name] for key, name in paths.items() if name in input.keys()}
-    )
+def _config_with_inputs(stage, inputs, **paths):
+    """The stage's --config JSON plus input paths (key -> input name) where the job has them.
+
+    ``inputs`` is the job's input dict from the rule's own input function, called with the
+    wildcards: a params function that takes ``input`` is "derived" to Snakemake, which then
+    neither records it nor reruns the job when it changes (snakemake/snakemake#3895), so every
+    --config function here takes the wildcards only."""
+    cfg = stage_config(config, stage)
+    cfg.update({key: inputs[name] for key, name in paths.items() if name in inputs})
     return json.dumps(cfg, ensure_ascii=False)
 
 
@@ -185,6 +199,17 @@ def get_forget_config(wildcards):
     return stage_json(config, "generate_forget")
 
 
+def get_generate_open_config(wildcards):
+    """`clerk generate --world open` of one seed's training conversations (the `data.open` block)."""
+    return stage_json(config, "generate_open")
+
+
+def get_sft_timelines(wildcards):
+    """The training timelines of one seed's SFT set: the closed benchmark's, then the open
+    world's with data.open (clerk.wiring.sft_timelines)."""
+    return sft_timelines(config, wildcards.seed)
+
+
 def get_sft_config(wildcards):
     """`clerk build-sft` of the policy: the `sft` block (CONSOLIDATE only beside a separate reader)."""
     return stage_json(config, "build_sft")
@@ -195,10 +220,12 @@ def get_sft_reader_config(wildcards):
     return stage_json(config, "build_sft_reader")
 
 
-def get_model_config(wildcards, input):
+def get_model_config(wildcards):
     """`clerk materialize-model`: the chosen kind's keys of the `model` block (and the scratch
     model's tokenizer timelines)."""
-    return _config_with_inputs("base_model", {}, input, timelines="timelines")
+    return _config_with_inputs(
+        "base_model", get_model_inputs(wildcards), timelines="timelines"
+    )
 
 
 def get_train_config(wildcards):
@@ -215,14 +242,18 @@ def get_curve_config(wildcards):
     return stage_json(config, "learning_curve")
 
 
-def get_evaluate_config(wildcards, input):
+def get_evaluate_config(wildcards):
     """`clerk evaluate`: the `evaluate` block, and the reader adapter when one reads."""
-    return _config_with_inputs("evaluate", {}, input, reader_adapter="reader_adapter")
+    return _config_with_inputs(
+        "evaluate", reader_inputs(wildcards), reader_adapter="reader_adapter"
+    )
 
 
-def get_erasure_config(wildcards, input):
+def get_erasure_config(wildcards):
     """`clerk erasure`: the `erasure` block's systems, the `evaluate` block's knobs."""
-    return _config_with_inputs("erasure", {}, input, reader_adapter="reader_adapter")
+    return _config_with_inputs(
+        "erasure", reader_inputs(wildcards), reader_adapter="reader_adapter"
+    )
 
 
 def get_read_cost_config(wildcards):
@@ -237,24 +268,26 @@ def get_eviction_config(wildcards):
     return stage_json(config, "eviction_study")
 
 
-def get_locomo_config(wildcards, input):
+def get_locomo_config(wildcards):
     """`clerk locomo` of one seed: the `locomo` block with the seed's systems
     (clerk.wiring.locomo_systems), the evaluation's reader and writers, and the data file and
     adapters the job has as inputs (a path wins over a download)."""
     return _config_with_inputs(
         "locomo",
-        {},
-        input,
+        get_locomo_inputs(wildcards),
         data="data",
         adapter="adapter",
         reader_adapter="reader_adapter",
     )
 
 
-def get_locomo_shared_config(wildcards, input):
+def get_locomo_shared_config(wildcards):
     """`clerk locomo` of the systems that do not depend on the seed, once per run."""
     return _config_with_inputs(
-        "locomo_shared", {}, input, data="data", reader_adapter="reader_adapter"
+        "locomo_shared",
+        get_locomo_inputs(wildcards),
+        data="data",
+        reader_adapter="reader_adapter",
     )
 
 
@@ -306,7 +339,7 @@ def get_locomo_predictions(wildcards):
 def get_final_output():
     """Every artifact of the paper: the targets of the default target (clerk.wiring.final_targets;
     LoCoMo's come from get_locomo_output() when enabled)."""
-    return final_targets(SEEDS, READER_SEED)
+    return final_targets(SEEDS, READER_SEED, OPEN_WORLD)
 
 
 def get_locomo_inputs(wildcards):

@@ -22,9 +22,32 @@ rule generate:
         " --out {output.timelines:q} > {log:q} 2>&1"
 
 
+# The open world's training conversations of one seed (data.open; SPEC §2.9): two-person dated
+# conversations over composed keys, mixed into the SFT sets below.
+rule generate_open:
+    input:
+        code=code("generator", "prompts"),
+        phrasings=BUILTIN_PHRASINGS,
+    output:
+        timelines="results/data/{seed}/open_train.jsonl",
+    log:
+        log_path("generate_open", "{seed}"),
+    benchmark:
+        benchmark_path("generate_open", "{seed}")
+    conda:
+        ENV
+    resources:
+        **rule_resources("generate_open"),
+    params:
+        cfg=get_generate_open_config,
+    shell:
+        "clerk generate --config {params.cfg:q} --seed {wildcards.seed:q}"
+        " --out {output.timelines:q} > {log:q} 2>&1"
+
+
 rule build_sft:
     input:
-        timelines="results/data/{seed}/train.jsonl",
+        timelines=get_sft_timelines,
         # The tokenizer sizes the transcript views of the reader's ANSWER examples.
         model=MODEL_DIR,
         code=code("sft", "prompts", "program"),
@@ -50,7 +73,7 @@ rule build_sft:
 # examples only, over the same persona split as the policy's.
 rule build_sft_reader:
     input:
-        timelines="results/data/{seed}/train.jsonl",
+        timelines=get_sft_timelines,
         model=MODEL_DIR,
         code=code("sft", "prompts", "program"),
         systems=get_memory_code,

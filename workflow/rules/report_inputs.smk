@@ -11,7 +11,7 @@ from clerk.wiring import BENCHMARK_ROOT
 
 def pipeline_stages():
     """Pipeline stages in paper order: rule -> wildcard values of its jobs (clerk.wiring.stages)."""
-    return stages(SEEDS, READER_SEED, *locomo_parts())
+    return stages(SEEDS, READER_SEED, *locomo_parts(), open_world=OPEN_WORLD)
 
 
 def get_table_metrics(wildcards):
@@ -79,11 +79,12 @@ def get_paper_includes(wildcards):
     return {**PAPER_INCLUDES, "locomo": get_locomo_include()}
 
 
-def get_paper_config(wildcards, input):
-    """`clerk render-paper`: --include NAME=FILE for every include, the no-digit sections."""
-    names = [*PAPER_INCLUDES, "locomo"]
+def get_paper_config(wildcards):
+    """`clerk render-paper`: --include NAME=FILE for every include, the no-digit sections (from
+    the wildcards only, so that Snakemake records it: see _config_with_inputs)."""
+    includes = get_paper_includes(wildcards)
     cfg = stage_config(config, "paper")
-    cfg["include"] = [f"{name}={input[name]}" for name in names]
+    cfg["include"] = [f"{name}={path}" for name, path in includes.items()]
     return json.dumps(cfg, ensure_ascii=False)
 
 
