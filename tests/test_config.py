@@ -12,7 +12,7 @@ import yaml
 from clerk.config import SYNTHETIC_SESSION_FIELDS, ConfigError, load_and_validate, registry_enums, validate_config
 
 ROOT = Path(__file__).resolve().parent.parent
-PROFILES = ["config/config.yaml", "config/smoke.yaml", "config/paper.yaml"]
+PROFILES = ["config/config.yaml", "config/smoke.yaml", "config/paper.yaml", "config/open.yaml"]
 
 
 def _default() -> dict:

@@ -22,6 +22,7 @@ PROFILES = {
     "default": ["config/config.yaml"],
     "smoke": ["config/config.yaml", "config/smoke.yaml"],
     "paper": ["config/config.yaml", "config/paper.yaml"],
+    "open": ["config/config.yaml", "config/open.yaml"],
 }
 #: The verb each stage's --config object goes to.
 VERBS = {
