@@ -4,8 +4,9 @@ Each conversation is replayed through every memory system's writer session by se
 (the synthetic runner's ``clerk.evaluate.replay``); its two speakers are the transcript roles, so
 ledger writers can use their names as subjects, and each session's date heads its transcript
 (:func:`session_record`). Ledger systems (``clerk``: the trained adapter writes and reads;
-``prompted-ledger``: the base model) keep a ledger of ``--budget`` slots, by default the synthetic
-budget (12, config ``data.budget``): the budget the policy was trained with. Only then are the
+``prompted-ledger``: the base model) keep a ledger of ``--budget`` slots (config ``locomo.budget``,
+by default the synthetic budget 12 the closed policy was trained with) in the form ``--ledger``
+names (:func:`conversation_timeline`). Only then are the
 questions asked, once each, against the system's final memory, and scored by the same
 multiple-choice log-likelihood reader as the synthetic benchmark (``clerk.evaluate.mc_choose``).
 ``full`` shows the whole conversation, left-truncated to the reader's context (``truncated`` in
@@ -39,7 +40,7 @@ from clerk.memory.base import EvalConfig, Runtime
 
 #: ``role`` of the leading pseudo-turn that carries a session's date (see :func:`session_record`).
 DATE_ROLE = "date"
-#: Ledger budget B on LoCoMo when none is given: the synthetic default (config ``data.budget``).
+#: Ledger budget B on LoCoMo when none is given (config ``locomo.budget``): the synthetic default.
 DEFAULT_BUDGET = 12
 #: The ledger form of the ledger systems on LoCoMo (:class:`LocomoEvalConfig` ``ledger``).
 LEDGER_FORMS = ("open", "closed")
