@@ -98,6 +98,11 @@ def locomo_systems(config: dict) -> tuple[list[str], list[str]]:
 Products = list[dict[str, list[str]]]
 
 
+def _training_seeds(seeds: list[str], reader_seed: str | None) -> list[str]:
+    """The seeds whose training data is generated: the experiment seeds, then the reader's."""
+    return [*seeds, *([reader_seed] if reader_seed is not None else [])]
+
+
 def stages(seeds: list[str], reader_seed: str | None, locomo_seeded: bool = False,
            locomo_shared: bool = False, open_world: bool = False) -> dict[str, Products]:
     """Pipeline stages in paper order: rule -> the wildcard products of its jobs (and benchmark
@@ -111,7 +116,7 @@ def stages(seeds: list[str], reader_seed: str | None, locomo_seeded: bool = Fals
     if reader_seed is not None:
         out["generate"].append({"seed": [reader_seed], "split": ["train"]})
     if open_world:
-        out["generate_open"] = [{"seed": seeds + ([reader_seed] if reader_seed is not None else [])}]
+        out["generate_open"] = [{"seed": _training_seeds(seeds, reader_seed)}]
     out |= {
         "build_sft": [{"seed": seeds}],
         "base_model": [{}],
@@ -147,7 +152,7 @@ def final_targets(seeds: list[str], reader_seed: str | None, open_world: bool = 
 
     targets = each("results/data/{seed}/{split}.jsonl", seed=seeds, split=SPLITS)
     if open_world:
-        targets += each(OPEN_TRAIN, seed=seeds + ([reader_seed] if reader_seed is not None else []))
+        targets += each(OPEN_TRAIN, seed=_training_seeds(seeds, reader_seed))
     targets += each("results/sft/{seed}", seed=seeds)
     targets += each("results/eviction/{seed}.csv", seed=seeds)
     targets += each("results/train/{seed}", seed=seeds)
@@ -174,7 +179,7 @@ def final_targets(seeds: list[str], reader_seed: str | None, open_world: bool = 
 def open_world(config: dict) -> bool:
     """Open-world training conversations (``data.open``, SPEC §2.9) join the policy's and the
     reader's SFT sets."""
-    return bool(config["data"].get("open"))
+    return bool(config["data"]["open"])
 
 
 def sft_timelines(config: dict, seed: str) -> list[str]:
@@ -315,8 +320,8 @@ def stage_config(config: dict, stage: str, **wildcards: str) -> dict[str, Any]:
         spec = config["locomo"]
         seeded, shared = locomo_systems(config)
         return {"systems": seeded if stage == "locomo" else shared, "max_questions": spec["max_questions"],
-                "subset_seed": spec.get("subset_seed", 0), "budget": spec.get("budget", data["budget"]),
-                "ledger": spec.get("ledger", "closed"), "max_new_tokens": spec.get("max_new_tokens", evaluate["max_new_tokens"]),
+                "subset_seed": spec["subset_seed"], "budget": spec["budget"], "ledger": spec["ledger"],
+                "max_new_tokens": spec["max_new_tokens"],
                 "download": bool(spec["download"] and not spec["path"]),
                 **{key: evaluate[key] for key in ("batch_size", "reader_model", "reader_pmi", "dtype")}}
     if stage == "locomo_status":

@@ -61,7 +61,8 @@ def _prepare(args: argparse.Namespace) -> tuple[LocomoConfig, Path, LocomoEvalCo
             raise UserError(f"{flag}: expected an adapter directory, got {value!r}")
     ecfg = LocomoEvalConfig(budget=args.budget, ledger=args.ledger, summary_k=args.summary_k,
                             max_new_tokens=args.max_new_tokens, batch_size=args.batch_size,
-                            reader_model=args.reader_model, reader_pmi=args.reader_pmi, max_read_tokens=args.max_read_tokens, dtype=args.dtype)
+                            reader_model=args.reader_model, reader_pmi=args.reader_pmi,
+                            max_read_tokens=args.max_read_tokens, dtype=args.dtype)
     runtime = Runtime(ecfg, model_dir=args.model, adapter_dir=args.adapter, reader_adapter_dir=args.reader_adapter)
     make_systems(list(cfg.systems), runtime, locomo_registry())  # fail on names/adapter before loading
     return cfg, data, ecfg, runtime

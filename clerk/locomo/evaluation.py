@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from clerk.errors import UserError
+from clerk.form import LedgerForm, normalise_subject
 from clerk.locomo.data import CATEGORIES, Conversation, Question, Session, as_chat_turns
 from clerk.memory.base import EvalConfig, Runtime
 
@@ -207,8 +208,6 @@ def conversation_timeline(conv: Conversation, budget: int, ledger: str = DEFAULT
               "speakers": list(conv.speakers), "sessions": [session_record(s) for s in conv.sessions]}
     if ledger == "closed":
         return record
-    from clerk.form import LedgerForm, normalise_subject
-
     form = LedgerForm(tuple(normalise_subject(name) for name in conv.speakers))
     return {"format": 2, "form": form.to_json(), **record}
 

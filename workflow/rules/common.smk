@@ -119,8 +119,6 @@ MEASURED = {
     "learning_curve": (600.0, 1800.0),
     "erasure": (219.09, 2498.74),
     "generate_forget": (1.22, 31.0),
-    # Not measured in a run: 40 conversations take about a second and a few tens of MB, as generate.
-    "generate_open": (3.18, 40.49),
     "build_sft_reader": (31.96, 386.58),
     # Measured at 1200 steps in the run of 2026-12-04 (a slower VM than 2026-12-03's).
     "train_reader": (1961.2, 3418.9),
