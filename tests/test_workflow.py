@@ -262,8 +262,6 @@ class TestSmokeRun:
     def test_open_world_joins_both_sft_sets(self, smoke_run):
         """With data.open (the smoke profile) each SFT set is one mixture of the closed benchmark's
         and the open world's training timelines, in that order, and both kinds of persona are in it."""
-        import hashlib
-
         for sft, seed in (("sft", "137"), ("sft_reader", "31")):
             stats = json.loads((smoke_run / f"results/{sft}/{seed}/sft_stats.json").read_text())
             files = [smoke_run / path for path in wiring.sft_timelines({"data": {"open": {"personas": 1}}}, seed)]
