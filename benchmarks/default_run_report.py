@@ -55,6 +55,43 @@ def _eval_rows(run: Path) -> list[str]:
     return rows
 
 
+def _locomo_rows(run: Path) -> list[str]:
+    """One row per LoCoMo job and system: questions, write and read seconds, ops written, invalid share."""
+    rows = []
+    for path in sorted(run.glob("results/locomo/*/metrics.json")):
+        metrics = json.loads(path.read_text())
+        for name, system in metrics["systems"].items():
+            write = system.get("write_seconds") or 0.0
+            ops, invalid = system.get("n_ops"), system.get("invalid_op_rate")
+            rows.append(f"| {path.parent.name} | {name} | {system['n_questions']} | {write:.0f} | "
+                        f"{system['wall_seconds'] - write:.0f} | {'n/a' if ops is None else ops} | "
+                        f"{'n/a' if invalid is None else format(invalid, '.3f')} |")
+    return rows
+
+
+def _locomo_share(run: Path, minutes: float) -> list[str]:
+    """LoCoMo's job-seconds (its rules' benchmark rows) and what that is of the run's job-seconds."""
+    path = run / "results/benchmarks.csv"
+    table = {r["stage"]: r for r in csv.DictReader(path.open())}
+    stages = [s for s in ("locomo", "locomo_shared", "table_locomo") if s in table]
+    if not stages:
+        return []
+    locomo = sum(float(table[s]["wall_s_total"]) for s in stages)
+    total = float(table["total"]["wall_s_total"])
+    return [
+        "## LoCoMo's share (rules " + ", ".join(f"`{s}`" for s in stages) + ")",
+        "",
+        f"LoCoMo's jobs ran {locomo:.0f} job-seconds of the run's {total:.0f} ({locomo / total:.1%}); "
+        f"on the two cores that is about {locomo / 2 / 60:.1f} minutes of the {minutes:.1f}-minute total "
+        "(job-seconds over two cores: the jobs shared the cores with the synthetic experiment's).",
+        "",
+        "| job | system | questions | write s | read s | ops written | invalid ops |",
+        "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+        *_locomo_rows(run),
+        "",
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--run", default=".", help="repository root of the finished run")
@@ -112,6 +149,7 @@ def main() -> None:
         "",
         (run / "results/table1_cost.md").read_text().strip(),
         "",
+        *_locomo_share(run, minutes),
     ]
     if args.notes:
         lines += [Path(args.notes).read_text().strip(), ""]

@@ -9,7 +9,8 @@
 # stays schema-valid):
 #   snakemake -n --config 'locomo={path: tests/fixtures/locomo/locomo10_mini.json}'
 # (values given this way are strings: use it for `path`; set `download: true` in a config file.)
-# The ledger budget on LoCoMo is the synthetic one (`data.budget`): the trained policy's budget.
+# The ledger systems' form, budget and write cap on LoCoMo are its own (`locomo.ledger`,
+# `locomo.budget`, `locomo.max_new_tokens`), not the synthetic data's.
 # Every system is read by the synthetic evaluation's instrument (`evaluate.reader_model`: with
 # `reader`, the separate reader adapter; `evaluate.reader_pmi`).
 # Jobs: `locomo` runs the systems the seed's policy writes (clerk) once per seed; `locomo_shared`
