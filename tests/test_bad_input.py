@@ -185,6 +185,15 @@ class TestForgetTarget:
         with open_store(url) as store:
             assert store.subjects() == ["Ari"]
 
+    @pytest.mark.parametrize("argv", [["--vacuum", "--vacuum-wait=-1"], ["--vacuum", "--vacuum-wait=nan"],
+                                      ["--vacuum", "--vacuum-wait=inf"], ["--vacuum-wait=5"]])
+    def test_vacuum_wait_must_be_seconds_with_vacuum(self, tmp_path, argv):
+        url = _store_with_ari(tmp_path / "m.db")
+        before = (tmp_path / "m.db").read_bytes()
+        code, err = run(["forget", "--store", url, "--subject", "Ari", "--predicate", "city", *argv])
+        assert_one_line(code, err, "forget", "--vacuum-wait")
+        assert (tmp_path / "m.db").read_bytes() == before
+
     @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
     def test_a_subject_that_is_not_utf8_is_one_line(self, backend, tmp_path, request):
         """The real argv bytes, through a subprocess: no UnicodeEncodeError traceback."""

@@ -58,7 +58,7 @@ def backend_of(url: str) -> str:
 
 
 def open_store(url: str, *, budget: int = DEFAULT_BUDGET, fence: bool = True, vacuum: bool = False,
-               create: bool = True) -> Store:
+               create: bool = True, vacuum_wait: float | None = None) -> Store:
     """Open the store at ``url``; create it (file and tables) if needed unless ``create`` is False.
 
     Args:
@@ -68,6 +68,9 @@ def open_store(url: str, *, budget: int = DEFAULT_BUDGET, fence: bool = True, va
             negative control (``clerk stress-forget --no-fence``).
         vacuum: PostgreSQL only: ``VACUUM FULL`` the data tables after each forget commits, so no
             dead row version keeps a forgotten value in the table files.
+        vacuum_wait: PostgreSQL only: seconds such a forget waits for snapshots older than it
+            to end before it fails naming them (default
+            :data:`clerk.store.postgres.DEFAULT_VACUUM_WAIT`).
         create: False for a verb that only changes an existing store (``clerk forget``): a
             SQLite file that does not exist, or a database without the store's tables, is a
             :class:`StoreError` and nothing is created (a typo in the URL must not "succeed").
@@ -78,11 +81,13 @@ def open_store(url: str, *, budget: int = DEFAULT_BUDGET, fence: bool = True, va
     """
     kind = backend_of(url)
     if kind == "sqlite":
-        if vacuum:
-            raise UserError("vacuum applies to PostgreSQL stores only (SQLite zeroes deleted content itself)")
+        if vacuum or vacuum_wait is not None:
+            raise UserError("vacuum and vacuum_wait apply to PostgreSQL stores only "
+                            "(SQLite zeroes deleted content itself)")
         from clerk.store.sqlite import SQLiteStore
 
         return SQLiteStore(url[len("sqlite:///"):], budget=budget, fence=fence, create=create)
-    from clerk.store.postgres import PostgresStore
+    from clerk.store.postgres import DEFAULT_VACUUM_WAIT, PostgresStore
 
-    return PostgresStore(url, budget=budget, fence=fence, vacuum=vacuum, create=create)
+    wait = DEFAULT_VACUUM_WAIT if vacuum_wait is None else vacuum_wait
+    return PostgresStore(url, budget=budget, fence=fence, vacuum=vacuum, create=create, vacuum_wait=wait)

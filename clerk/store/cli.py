@@ -22,7 +22,11 @@ def _forget_main(args: argparse.Namespace) -> None:
     from clerk.store import StoreError, open_store
 
     try:
-        with open_store(args.store, vacuum=args.vacuum, create=False) as store:
+        if args.vacuum_wait is not None and not args.vacuum:
+            raise UserError(f"--vacuum-wait {args.vacuum_wait:g} applies only with --vacuum")
+        if args.vacuum_wait is not None and not 0 <= args.vacuum_wait < float("inf"):
+            raise UserError(f"--vacuum-wait must be a finite number of seconds >= 0, got {args.vacuum_wait:g}")
+        with open_store(args.store, vacuum=args.vacuum, create=False, vacuum_wait=args.vacuum_wait) as store:
             report = store.forget(args.subject, args.predicate, values=args.value)
     except StoreError as err:
         raise UserError(str(err)) from None
@@ -66,7 +70,11 @@ def register_cli(sub) -> None:
     # how
     p.add_argument("--vacuum", action="store_true",
                    help="PostgreSQL only: VACUUM FULL the data tables after the forget commits, so no dead row "
-                        "version keeps the value in the table files (locks those tables while it runs)")
+                        "version keeps the value in the table files (locks those tables while it runs); it first "
+                        "waits for snapshots older than the forget, which would keep those versions, to end")
+    p.add_argument("--vacuum-wait", type=float, default=None, metavar="SECONDS",
+                   help="with --vacuum: how long to wait for those snapshots (and for locks on the tables) "
+                        "before exiting 2 with the sessions named and nothing vacuumed (default 60)")
     p.set_defaults(func=_forget_main)
 
     defaults = _stress_defaults()

@@ -101,8 +101,14 @@ class SqlStore(Store):
         locks (PostgreSQL); otherwise one consistent read-only snapshot. Commits on success (and
         a committed write is durable), rolls back on any exception."""
 
-    def _after_forget(self) -> None:
-        """Hook run after a forget's transaction committed (default: nothing)."""
+    def _forget_mark(self, db: Db) -> Any:
+        """Hook run last inside a forget's transaction; its result goes to :meth:`_after_forget`
+        (default: None)."""
+        return None
+
+    def _after_forget(self, mark: Any) -> None:
+        """Hook run after a forget's transaction committed, given :meth:`_forget_mark`'s result
+        (default: nothing)."""
 
     def _create_schema(self, db: Db) -> None:
         for statement in SCHEMA:
@@ -210,7 +216,8 @@ class SqlStore(Store):
             else:
                 counts = self._erase_predicate(db, subject, predicate, values)
             db.run("UPDATE subjects SET generation = generation + 1 WHERE subject = ?", (subject,))
-        self._after_forget()
+            mark = self._forget_mark(db)
+        self._after_forget(mark)
         return ForgetReport(subject, predicate, generation + 1, **counts)
 
     def _erase_subject(self, db: Db, subject: str) -> dict[str, int]:
