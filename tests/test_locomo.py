@@ -815,9 +815,14 @@ class TestTableLocomo:
         assert df["accuracy_sd"].tolist() == pytest.approx([0.141421] * 4, abs=1e-6)
         lines = md.read_text(encoding="utf-8").splitlines()
         assert lines[0] == ("| system | reader | seeds | questions | accuracy | single-hop | multi-hop | temporal | "
-                            "open-domain | adversarial | read tokens | truncated |")
-        assert [line.split(" | ")[0][2:] for line in lines[2:]] == list(LOCOMO_SYSTEMS)
+                            "open-domain | adversarial | read tokens | truncated | invalid ops |")
+        assert [line.split(" | ")[0][2:] for line in lines[2:6]] == list(LOCOMO_SYSTEMS)
         assert lines[2].split(" | ")[4] == "0.600 ± 1.271"
+        # the paragraph under it: clerk's invalid-op rate per seed and its read cost, from the same files
+        (para,) = [line for line in lines if line.startswith("**Reading table 2.**")]
+        clerk = df[df["system"] == "clerk"].iloc[0]
+        assert f"rejected {clerk['invalid_op_rate_mean']:.3f} of the edits" in para
+        assert f"It reads {clerk['read_tokens_mean']:.0f} tokens per question" in para
 
     def test_byte_stable(self, run, tmp_path):
         """The same metrics give the same CSV bytes whatever the file order."""
@@ -896,6 +901,31 @@ class TestPairedLocomo:
         assert row["n_questions"] == 2 * 27
         assert row["delta"] == pytest.approx((27 + 26) / 54)
         assert row["conclusive"] and row["boot_low"] > 0
+
+    def test_input_order_does_not_move_the_interval(self, tmp_path):
+        """The bootstrap draws index the units, so they are sorted: the file order must not matter
+        (the shipped run's table 2 moved in the third decimal when the same files came in glob order)."""
+        from clerk.locomo.paired import locomo_paired_rows
+
+        qs = [f"q{i}" for i in range(1, 31)]
+        files = [self._job(tmp_path, "137", 137, {"clerk": {q: int(q[1:]) % 2 == 0 for q in qs}}),
+                 self._job(tmp_path, "991", 991, {"clerk": {q: int(q[1:]) % 3 != 0 for q in qs}}),
+                 self._job(tmp_path, "shared", 0, {"full": {q: int(q[1:]) % 5 == 1 for q in qs}})]
+        assert locomo_paired_rows(files, n_boot=500) == locomo_paired_rows(files[::-1], n_boot=500)
+
+    def test_a_machine_margin_makes_a_small_lead_inconclusive(self, tmp_path):
+        """With paper/tolerances.yaml the interval must clear zero by the declared LoCoMo spread."""
+        from clerk.locomo.paired import PAIRED_TABLE, locomo_paired_rows
+        from clerk.report.paired import machine_margin
+
+        margin = machine_margin(str(ROOT / "paper" / "tolerances.yaml"), PAIRED_TABLE)
+        assert margin > 0  # the LoCoMo family is declared, not the catch-all's 0
+        qs = [f"q{i}" for i in range(1, 301)]  # 3 conversations of 90 non-adversarial questions
+        files = [self._job(tmp_path, "137", 137, {"clerk": {q: True for q in qs}}),
+                 self._job(tmp_path, "shared", 0, {"full": {q: q not in ("q1", "q2", "q3") for q in qs}})]
+        (free,) = locomo_paired_rows(files, n_boot=200)  # clerk leads by 1/90 in every conversation
+        (fenced,) = locomo_paired_rows(files, n_boot=200, margin=margin)
+        assert free["conclusive"] and 0 < free["boot_low"] < margin and not fenced["conclusive"]
 
     def test_table_needs_predictions_and_paired_out_together(self, tmp_path):
         from types import SimpleNamespace

@@ -273,6 +273,10 @@ def _add_table(sub: argparse._SubParsersAction) -> None:
                    "(clerk.locomo.paired); default: none")
     t.add_argument("--paired-out", dest="paired_out", default=None, metavar="CSV",
                    help="CSV of the paired comparisons (needs --predictions); the Markdown table gets them too")
+    t.add_argument("--tolerances", default=None, metavar="YAML",
+                   help="tolerances file (paper/tolerances.yaml): a paired comparison is then conclusive only when "
+                   "its interval clears zero by more than the declared machine spread of table2_paired.csv's "
+                   "bootstrap bounds; default: none (margin 0)")
     t.set_defaults(func=main_table)
 
 

@@ -30,6 +30,11 @@ from clerk.report.paired import (
 
 #: The split name LoCoMo rows carry in the paired table.
 SPLIT = "locomo"
+#: The paired table's name in results/ (its tolerances in paper/tolerances.yaml go by it).
+PAIRED_TABLE = "table2_paired.csv"
+#: What its margin is.
+MARGIN_SOURCE = ("the largest change of a paired difference between the same run on two CPU kinds "
+                 "(paper/tolerances.yaml; docs/DECISIONS.md, \"LoCoMo on two CPU kinds\")")
 #: Fields of a LoCoMo prediction row the pairing reads.
 FIELDS = ("question_id", "conversation", "system", "adversarial", "correct")
 
@@ -63,10 +68,11 @@ def locomo_units(paths: list[str | Path]) -> dict[tuple, dict[str, dict[str, boo
     return units
 
 
-def locomo_paired_rows(paths: list[str | Path], n_boot: int = N_BOOT) -> list[dict[str, Any]]:
+def locomo_paired_rows(paths: list[str | Path], n_boot: int = N_BOOT, margin: float = 0.0) -> list[dict[str, Any]]:
     """One row per system != clerk: clerk minus it on the same non-adversarial questions, per seed
-    (t interval) and bootstrapped over (seed, conversation) units; ``n_personas`` counts units."""
-    rows = paired_from_units(locomo_units(paths), n_boot)
+    (t interval) and bootstrapped over (seed, conversation) units; ``n_personas`` counts units;
+    ``conclusive`` needs the interval to clear zero by more than ``margin`` (the machine spread)."""
+    rows = paired_from_units(locomo_units(paths), n_boot, margin)
     return [{**row, "units": row.pop("n_personas")} for row in rows]
 
 
@@ -79,7 +85,8 @@ def locomo_paired_markdown(rows: list[dict[str, Any]]) -> str:
              str(r["n_questions"]), "yes" if r["conclusive"] else not_conclusive_reason(r)] for r in rows]
     note = (f"\nNon-adversarial questions, paired on the same questions (one subset for every job). Bootstrap: "
             f"{N_BOOT:,} resamples of the (seed, conversation) units, percentile interval; per seed: the "
-            "difference of the two accuracies in each seed, then the Student-t interval over seeds." + margin_note(rows))
+            "difference of the two accuracies in each seed, then the Student-t interval over seeds."
+            + margin_note(rows, MARGIN_SOURCE))
     return markdown_table(["comparison", "Δ accuracy", "95 % bootstrap (conversations)", "per-seed 95 % t",
                            "question answers", "conclusive"], body,
                           [":---", "---:", "---:", "---:", "---:", ":---"]) + note

@@ -23,11 +23,11 @@ from clerk.locomo.evaluation import LOCOMO_METRICS_SCHEMA_ID
 
 #: Per-seed value columns of table 2 (aggregated over seeds into ``<col>_{n,mean,sd,ci_low,ci_high}``).
 TABLE2_VALUES = ("accuracy", "single_hop", "multi_hop", "temporal", "open_domain", "adversarial",
-                 "read_tokens", "truncated_rate", "n_questions")
+                 "read_tokens", "truncated_rate", "n_questions", "invalid_op_rate", "occupied_mean", "n_adversarial")
 #: Markdown headers of the compact table 2 (category names as in :data:`clerk.locomo.data.CATEGORIES`).
 _TABLE2_MD = (("accuracy", "accuracy"), ("single_hop", "single-hop"), ("multi_hop", "multi-hop"),
               ("temporal", "temporal"), ("open_domain", "open-domain"), ("adversarial", "adversarial"),
-              ("read_tokens", "read tokens"), ("truncated_rate", "truncated"))
+              ("read_tokens", "read tokens"), ("truncated_rate", "truncated"), ("invalid_op_rate", "invalid ops"))
 
 
 def table2_rows(metrics_files: Sequence[str | Path]) -> list[dict[str, Any]]:
@@ -66,10 +66,21 @@ def table2_rows(metrics_files: Sequence[str | Path]) -> list[dict[str, Any]]:
                 "temporal": nan(by["temporal"]), "open_domain": nan(by["open-domain"]),
                 "adversarial": nan(s["adversarial_accuracy"]), "read_tokens": nan(s["read_tokens_mean"]),
                 "truncated_rate": nan(s["truncated_rate"]), "n_questions": float(s["n_questions"]),
+                "invalid_op_rate": nan(s.get("invalid_op_rate")), "occupied_mean": nan(s.get("occupied_mean")),
+                "n_adversarial": float(s["n_adversarial"]),
             })
     if not rows:
         raise UserError("--metrics: expected at least one metrics file with systems, got none")
     return rows
+
+
+def _budget(metrics_files: Sequence[str | Path]) -> int | None:
+    """The ledger budget the clerk job ran with (None when no file holds clerk)."""
+    for path in metrics_files:
+        metrics = json.loads(Path(path).read_text(encoding="utf-8"))
+        if "clerk" in metrics["systems"]:
+            return metrics["config"].get("budget")
+    return None
 
 
 def _mean_ci(mean: float, low: float, high: float, fmt: str) -> str:
@@ -117,16 +128,21 @@ def main_table(args: argparse.Namespace) -> None:
 
     if (getattr(args, "predictions", None) is None) != (getattr(args, "paired_out", None) is None):
         raise UserError("--predictions and --paired-out go together (the paired comparisons and their CSV)")
+    from clerk.locomo.findings import locomo_findings
+    from clerk.report.paired import machine_margin
+
     df, compact = table2(args.metrics)
-    paired = ""
+    findings = locomo_findings(table2_rows(args.metrics), _budget(args.metrics))
+    paired = "\n\n" + findings if findings else ""
     if getattr(args, "predictions", None):
         import pandas as pd
 
-        from clerk.locomo.paired import locomo_paired_markdown, locomo_paired_rows
+        from clerk.locomo.paired import PAIRED_TABLE, locomo_paired_markdown, locomo_paired_rows
 
-        rows = locomo_paired_rows(args.predictions)
+        margin = machine_margin(getattr(args, "tolerances", None), PAIRED_TABLE)
+        rows = locomo_paired_rows(args.predictions, margin=margin)
         write_csv(pd.DataFrame(rows, columns=list(rows[0]) if rows else ["system", "delta"]), args.paired_out)
-        paired = "\n\n" + (locomo_paired_markdown(rows) if rows else
+        paired += "\n\n" + (locomo_paired_markdown(rows) if rows else
                              "No paired comparison: no question was answered by clerk and another system.")
     write_csv(df, args.out, sort_by=["system", "reader", "source"])
     if args.markdown:

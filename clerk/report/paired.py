@@ -115,7 +115,8 @@ def paired_from_units(units: dict[tuple, dict[str, dict[Any, bool]]], n_boot: in
     systems = ordered(sorted({s for per in units.values() for s in per if s != REFERENCE}), SYSTEM_ORDER)
     rows = []
     for split in splits:
-        mine = {key: per for key, per in units.items() if key[0] == split and REFERENCE in per}
+        # Sorted units: the bootstrap's draws index them, so the order the files came in must not matter.
+        mine = {key: units[key] for key in sorted(units) if key[0] == split and REFERENCE in units[key]}
         for system in systems:
             counts = {key: _pairs(per, system) for key, per in mine.items() if system in per}
             counts = {key: c for key, c in counts.items() if c[2]}
@@ -166,13 +167,18 @@ def not_conclusive_reason(row: dict[str, Any]) -> str:
     return "no (interval clears 0 by less than the machine spread)"
 
 
-def margin_note(rows: list[dict[str, Any]]) -> str:
-    """The sentence saying what 'conclusive' needs (the margin of the first row: one per table)."""
+#: What the synthetic tables' margin is (see ``paper/tolerances.yaml``).
+MARGIN_SOURCE = ("the largest change of a bootstrap bound between two CPU kinds (paper/tolerances.yaml, "
+                 "benchmarks/machine-spread.md)")
+
+
+def margin_note(rows: list[dict[str, Any]], source: str = MARGIN_SOURCE) -> str:
+    """The sentence saying what 'conclusive' needs (the margin of the first row: one per table),
+    and what the margin is (``source``)."""
     margin = rows[0]["margin"] if rows else 0.0
     if not margin:
         return " Conclusive: the bootstrap interval excludes zero."
-    return (f" Conclusive: the bootstrap interval excludes zero by more than {margin:.3f}, the largest change of a "
-            "bootstrap bound between two CPU kinds (paper/tolerances.yaml, benchmarks/machine-spread.md).")
+    return f" Conclusive: the bootstrap interval excludes zero by more than {margin:.3f}, {source}."
 
 
 def main(args: Any) -> None:

@@ -71,6 +71,7 @@ rule table_locomo:
     input:
         metrics=get_locomo_metrics,
         predictions=get_locomo_predictions,
+        tolerances="paper/tolerances.yaml",
         code=code("locomo", "report"),
     output:
         csv="results/table2.csv",
@@ -87,4 +88,4 @@ rule table_locomo:
     shell:
         "clerk table-locomo --metrics {input.metrics:q} --out {output.csv:q}"
         " --markdown {output.md:q} --predictions {input.predictions:q}"
-        " --paired-out {output.paired:q} > {log:q} 2>&1"
+        " --paired-out {output.paired:q} --tolerances {input.tolerances:q} > {log:q} 2>&1"

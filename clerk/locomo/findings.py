@@ -1,0 +1,83 @@
+"""What table 2 shows, in words: the paragraph the paper prints under the LoCoMo tables (SPEC §7).
+
+Every number comes from the per-job ``metrics.json`` rows of :func:`clerk.locomo.table2.table2_rows`
+(so from the same files as table 2); the fixed sentences state what the instrument and the data
+are (the reader's abstention answer, the benchmark's known flaws) and appear only when the numbers
+they explain are there.
+
+    clerk table-locomo --metrics results/locomo/*/metrics.json --out results/table2.csv --markdown results/table2.md
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from clerk.locomo.locomo10 import NOT_MENTIONED
+from clerk.prompts import UNKNOWN_ANSWER
+
+#: The reference system the paragraph is about.
+CLERK = "clerk"
+
+
+def _range(values: list[float], fmt: str = ".3f") -> str:
+    """``a`` or ``a–b`` over the finite values.
+
+    >>> _range([0.5, 0.25, 0.5]), _range([0.5]), _range([])
+    ('0.250–0.500', '0.500', 'n/a')
+    """
+    finite = sorted(v for v in values if not math.isnan(v))
+    if not finite:
+        return "n/a"
+    low, high = format(finite[0], fmt), format(finite[-1], fmt)
+    return low if low == high else f"{low}–{high}"
+
+
+def _mean(rows: list[dict[str, Any]], col: str) -> float:
+    values = [r[col] for r in rows if not math.isnan(r[col])]
+    return sum(values) / len(values) if values else math.nan
+
+
+def locomo_findings(rows: list[dict[str, Any]], budget: int | None) -> str:
+    """The paragraph (Markdown) for table 2's per-(seed, system) ``rows``; "" without clerk rows.
+
+    >>> row = dict(system="clerk", seed=1, invalid_op_rate=0.5, occupied_mean=6.0, read_tokens=70.0,
+    ...            truncated_rate=0.0, adversarial=0.0, n_adversarial=2.0)
+    >>> full = dict(row, system="full", invalid_op_rate=math.nan, occupied_mean=math.nan,
+    ...             read_tokens=7000.0, truncated_rate=1.0)
+    >>> print(locomo_findings([row, full], budget=12)[:120])
+    **Reading table 2.** CLERK's policy was trained on the synthetic closed world only. On LoCoMo the reducer rejected 0.500
+    """
+    by: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by.setdefault(row["system"], []).append(row)
+    if CLERK not in by:
+        return ""
+    clerk = by[CLERK]
+    seeds = len({r["seed"] for r in clerk})
+    parts = [f"**Reading table 2.** CLERK's policy was trained on the synthetic closed world only. On LoCoMo the "
+             f"reducer rejected {_range([r['invalid_op_rate'] for r in clerk])} of the edits it wrote "
+             f"({'per seed, ' if seeds > 1 else ''}over {seeds} seed{'s' if seeds > 1 else ''})"]
+    others = [f"{name} {_range([r['invalid_op_rate'] for r in rs])}" for name, rs in by.items()
+              if name != CLERK and not math.isnan(_mean(rs, "invalid_op_rate"))]
+    parts[-1] += (f" against {', '.join(others)}" if others else "") + ", and its ledger held "
+    parts[-1] += f"{_mean(clerk, 'occupied_mean'):.1f}" + (f" of {budget}" if budget else "") + " slots on average."
+    if "full" in by:
+        full = by["full"]
+        ratio = _mean(full, "read_tokens") / _mean(clerk, "read_tokens")
+        parts.append(f"It reads {_mean(clerk, 'read_tokens'):.0f} tokens per question against full context's "
+                     f"{_mean(full, 'read_tokens'):.0f} (1/{ratio:.0f}), whose view was cut to the reader's context "
+                     f"on {_mean(full, 'truncated_rate'):.2f} of the questions.")
+    n_adv = int(round(_mean(clerk, "n_adversarial")))
+    adversarial = {name: _mean(rs, "adversarial") for name, rs in by.items()}
+    if n_adv and all(v == 0 for v in adversarial.values()):
+        parts.append(f"No system chose the abstention option on any of the {n_adv} adversarial questions: the "
+                     f"reader was trained to abstain with `{UNKNOWN_ANSWER}`, and the local options phrase "
+                     f"abstention as \"{NOT_MENTIONED}\", so this instrument cannot abstain on LoCoMo.")
+    elif n_adv:
+        parts.append(f"On the {n_adv} adversarial questions the accuracy is "
+                     + ", ".join(f"{name} {v:.3f}" for name, v in adversarial.items()) + ".")
+    parts.append("The benchmark has known flaws: some gold answers are wrong, and no question asks about a fact "
+                 "that changed, which is what UPDATE and TOMBSTONE are for; LoCoMo measures the recall of facts "
+                 "stated in passing, not the supersession the ledger is built for.")
+    return " ".join(parts)
