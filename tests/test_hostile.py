@@ -181,6 +181,7 @@ class TestStoreErasesByText:
                     locker.rollback()  # frees a forget that hangs, so the test ends (and fails)
                 assert isinstance(err, StoreError) and "the VACUUM FULL after it failed" in str(err), err
                 assert "lock timeout" in str(err), err
+                assert store._conn.execute("SHOW lock_timeout").fetchone()[0] == "0"  # reset for later writes
 
 
 class TestForgetTarget:

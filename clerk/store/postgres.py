@@ -149,8 +149,10 @@ class PostgresStore(SqlStore):
             # A lock another session holds on the tables must not hang the forget forever.
             wait_ms = max(1000, int((deadline - time.monotonic()) * 1000))
             self._conn.execute(f"SET lock_timeout = {wait_ms}")
-            self._conn.execute("VACUUM FULL " + ", ".join(DATA_TABLES))
-            self._conn.execute("RESET lock_timeout")
+            try:
+                self._conn.execute("VACUUM FULL " + ", ".join(DATA_TABLES))
+            finally:
+                self._conn.execute("RESET lock_timeout")  # the store's later writes wait as before
         except self._psycopg.Error as err:
             raise StoreError(f"{fail} the VACUUM FULL after it failed: {err}") from err
 
