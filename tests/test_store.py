@@ -235,8 +235,10 @@ class TestOpen:
             open_store("mysql://x/db")
 
     def test_vacuum_is_postgresql_only(self, tmp_path):
-        with pytest.raises(UserError, match="vacuum applies to PostgreSQL stores only"):
-            open_store(f"sqlite:///{tmp_path}/m.db", vacuum=True)
+        for kwargs in ({"vacuum": True}, {"vacuum_wait": 5}):
+            with pytest.raises(UserError, match="vacuum and vacuum_wait apply to PostgreSQL stores only"):
+                open_store(f"sqlite:///{tmp_path}/m.db", **kwargs)
+            assert not (tmp_path / "m.db").exists()
 
     def test_bad_budget(self, tmp_path):
         with pytest.raises(UserError, match="budget must be an int >= 1, got 0"):
