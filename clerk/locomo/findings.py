@@ -38,36 +38,37 @@ def _mean(rows: list[dict[str, Any]], col: str) -> float:
     return sum(values) / len(values) if values else math.nan
 
 
-def locomo_findings(rows: list[dict[str, Any]], budget: int | None) -> str:
+def locomo_findings(rows: list[dict[str, Any]]) -> str:
     """The paragraph (Markdown) for table 2's per-(seed, system) ``rows``; "" without clerk rows.
 
     >>> row = dict(system="clerk", seed=1, invalid_op_rate=0.5, occupied_mean=6.0, read_tokens=70.0,
-    ...            truncated_rate=0.0, adversarial=0.0, n_adversarial=2.0)
+    ...            truncated_rate=0.0, adversarial=0.0, n_adversarial=2.0, budget=12)
     >>> full = dict(row, system="full", invalid_op_rate=math.nan, occupied_mean=math.nan,
     ...             read_tokens=7000.0, truncated_rate=1.0)
-    >>> print(locomo_findings([row, full], budget=12)[:120])
+    >>> print(locomo_findings([row, full])[:120])
     **Reading table 2.** CLERK's policy was trained on the synthetic closed world only. On LoCoMo the reducer rejected 0.500
     """
     by: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         by.setdefault(row["system"], []).append(row)
-    if CLERK not in by:
+    clerk = by.get(CLERK)
+    if not clerk:
         return ""
-    clerk = by[CLERK]
     seeds = len({r["seed"] for r in clerk})
-    parts = [f"**Reading table 2.** CLERK's policy was trained on the synthetic closed world only. On LoCoMo the "
-             f"reducer rejected {_range([r['invalid_op_rate'] for r in clerk])} of the edits it wrote "
-             f"({'per seed, ' if seeds > 1 else ''}over {seeds} seed{'s' if seeds > 1 else ''})"]
     others = [f"{name} {_range([r['invalid_op_rate'] for r in rs])}" for name, rs in by.items()
               if name != CLERK and not math.isnan(_mean(rs, "invalid_op_rate"))]
-    parts[-1] += (f" against {', '.join(others)}" if others else "") + ", and its ledger held "
-    parts[-1] += f"{_mean(clerk, 'occupied_mean'):.1f}" + (f" of {budget}" if budget else "") + " slots on average."
+    budget = clerk[0].get("budget")
+    parts = [f"**Reading table 2.** CLERK's policy was trained on the synthetic closed world only. On LoCoMo the "
+             f"reducer rejected {_range([r['invalid_op_rate'] for r in clerk])} of the edits it wrote "
+             f"({'per seed, ' if seeds > 1 else ''}over {seeds} seed{'s' if seeds > 1 else ''})"
+             + (f" against {', '.join(others)}" if others else "")
+             + f", and its ledger held {_mean(clerk, 'occupied_mean'):.1f}" + (f" of {budget}" if budget else "")
+             + " slots on average."]
     if "full" in by:
-        full = by["full"]
-        ratio = _mean(full, "read_tokens") / _mean(clerk, "read_tokens")
-        parts.append(f"It reads {_mean(clerk, 'read_tokens'):.0f} tokens per question against full context's "
-                     f"{_mean(full, 'read_tokens'):.0f} (1/{ratio:.0f}), whose view was cut to the reader's context "
-                     f"on {_mean(full, 'truncated_rate'):.2f} of the questions.")
+        mine, theirs = _mean(clerk, "read_tokens"), _mean(by["full"], "read_tokens")
+        parts.append(f"It reads {mine:.0f} tokens per question against full context's {theirs:.0f} "
+                     f"(1/{theirs / mine:.0f}), whose view was cut to the reader's context "
+                     f"on {_mean(by['full'], 'truncated_rate'):.2f} of the questions.")
     n_adv = int(round(_mean(clerk, "n_adversarial")))
     adversarial = {name: _mean(rs, "adversarial") for name, rs in by.items()}
     if n_adv and all(v == 0 for v in adversarial.values()):

@@ -32,7 +32,7 @@ _TABLE2_MD = (("accuracy", "accuracy"), ("single_hop", "single-hop"), ("multi_ho
 
 def table2_rows(metrics_files: Sequence[str | Path]) -> list[dict[str, Any]]:
     """One row per (seed, system) from LoCoMo ``metrics.json`` files; accuracies as floats, NaN when
-    a category had no question.
+    a category had no question; ``budget`` is the job's ledger budget (not aggregated).
 
     Raises:
         UserError: a file is missing or not a LoCoMo metrics file, or the files disagree on the
@@ -67,20 +67,11 @@ def table2_rows(metrics_files: Sequence[str | Path]) -> list[dict[str, Any]]:
                 "adversarial": nan(s["adversarial_accuracy"]), "read_tokens": nan(s["read_tokens_mean"]),
                 "truncated_rate": nan(s["truncated_rate"]), "n_questions": float(s["n_questions"]),
                 "invalid_op_rate": nan(s.get("invalid_op_rate")), "occupied_mean": nan(s.get("occupied_mean")),
-                "n_adversarial": float(s["n_adversarial"]),
+                "n_adversarial": float(s["n_adversarial"]), "budget": metrics["config"].get("budget"),
             })
     if not rows:
         raise UserError("--metrics: expected at least one metrics file with systems, got none")
     return rows
-
-
-def _budget(metrics_files: Sequence[str | Path]) -> int | None:
-    """The ledger budget the clerk job ran with (None when no file holds clerk)."""
-    for path in metrics_files:
-        metrics = json.loads(Path(path).read_text(encoding="utf-8"))
-        if "clerk" in metrics["systems"]:
-            return metrics["config"].get("budget")
-    return None
 
 
 def _mean_ci(mean: float, low: float, high: float, fmt: str) -> str:
@@ -104,12 +95,16 @@ def table2(metrics_files: Sequence[str | Path]):
     shows ``mean ± 95 % half-width`` per system in :data:`clerk.locomo.data.LOCOMO_SYSTEMS` order, with the share of
     questions whose view was truncated to the reader's context (``full``: say so in the paper).
     """
+    return table2_frames(table2_rows(metrics_files))
+
+
+def table2_frames(rows: list[dict[str, Any]]):
+    """:func:`table2` over rows already read by :func:`table2_rows`."""
     import pandas as pd
 
     from clerk.report.stats import aggregate_frame
 
-    df = aggregate_frame(pd.DataFrame(table2_rows(metrics_files)), by=["system", "reader", "source"],
-                         value_cols=list(TABLE2_VALUES))
+    df = aggregate_frame(pd.DataFrame(rows), by=["system", "reader", "source"], value_cols=list(TABLE2_VALUES))
     order = {name: k for k, name in enumerate(LOCOMO_SYSTEMS)}
     compact = []
     for row in sorted(df.to_dict("records"), key=lambda r: (order.get(r["system"], len(order)), r["system"])):
@@ -131,22 +126,23 @@ def main_table(args: argparse.Namespace) -> None:
     from clerk.locomo.findings import locomo_findings
     from clerk.report.paired import machine_margin
 
-    df, compact = table2(args.metrics)
-    findings = locomo_findings(table2_rows(args.metrics), _budget(args.metrics))
-    paired = "\n\n" + findings if findings else ""
+    rows = table2_rows(args.metrics)
+    df, compact = table2_frames(rows)
+    findings = locomo_findings(rows)
+    after = "\n\n" + findings if findings else ""  # what the Markdown prints under the table
     if getattr(args, "predictions", None):
         import pandas as pd
 
         from clerk.locomo.paired import PAIRED_TABLE, locomo_paired_markdown, locomo_paired_rows
 
         margin = machine_margin(getattr(args, "tolerances", None), PAIRED_TABLE)
-        rows = locomo_paired_rows(args.predictions, margin=margin)
-        write_csv(pd.DataFrame(rows, columns=list(rows[0]) if rows else ["system", "delta"]), args.paired_out)
-        paired += "\n\n" + (locomo_paired_markdown(rows) if rows else
-                             "No paired comparison: no question was answered by clerk and another system.")
+        pairs = locomo_paired_rows(args.predictions, margin=margin)
+        write_csv(pd.DataFrame(pairs, columns=list(pairs[0]) if pairs else ["system", "delta"]), args.paired_out)
+        after += "\n\n" + (locomo_paired_markdown(pairs) if pairs else
+                            "No paired comparison: no question was answered by clerk and another system.")
     write_csv(df, args.out, sort_by=["system", "reader", "source"])
     if args.markdown:
         Path(args.markdown).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.markdown).write_text(to_markdown(compact) + paired, encoding="utf-8")
+        Path(args.markdown).write_text(to_markdown(compact) + after, encoding="utf-8")
     print(f"clerk table-locomo: {len(df)} systems from {len(args.metrics)} metrics files -> {args.out}",
           file=sys.stderr)

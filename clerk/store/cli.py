@@ -20,12 +20,13 @@ _URL_HELP = ("store URL: sqlite:///PATH (relative), sqlite:////abs/path, or a li
 
 def _forget_main(args: argparse.Namespace) -> None:
     from clerk.store import StoreError, open_store
+    from clerk.store.postgres import check_vacuum_wait
 
     try:
-        if args.vacuum_wait is not None and not args.vacuum:
-            raise UserError(f"--vacuum-wait {args.vacuum_wait:g} applies only with --vacuum")
-        if args.vacuum_wait is not None and not 0 <= args.vacuum_wait < float("inf"):
-            raise UserError(f"--vacuum-wait must be a finite number of seconds >= 0, got {args.vacuum_wait:g}")
+        if args.vacuum_wait is not None:
+            if not args.vacuum:
+                raise UserError(f"--vacuum-wait {args.vacuum_wait:g} applies only with --vacuum")
+            check_vacuum_wait(args.vacuum_wait, "--vacuum-wait")
         with open_store(args.store, vacuum=args.vacuum, create=False, vacuum_wait=args.vacuum_wait) as store:
             report = store.forget(args.subject, args.predicate, values=args.value)
     except StoreError as err:

@@ -61,6 +61,17 @@ SELECT format('replication slot %%L', slot_name) FROM pg_replication_slots
 """
 
 
+def check_vacuum_wait(value: Any, name: str = "vacuum_wait") -> float:
+    """``value`` as seconds, or a UserError naming ``name``: a finite number >= 0, not a bool.
+
+    >>> check_vacuum_wait(5), check_vacuum_wait(0.5, "--vacuum-wait")
+    (5.0, 0.5)
+    """
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
+        raise UserError(f"{name} must be a finite number of seconds >= 0, got {value!r}")
+    return float(value)
+
+
 def describe(url: str) -> str:
     """``dbname@host`` of a libpq URL for messages (never the password)."""
     from psycopg.conninfo import conninfo_to_dict
@@ -97,11 +108,8 @@ class PostgresStore(SqlStore):
             import psycopg
         except ImportError:
             raise UserError("the PostgreSQL store needs psycopg 3: pip install 'psycopg[binary]'") from None
-        if isinstance(vacuum_wait, bool) or not isinstance(vacuum_wait, (int, float)) \
-                or not 0 <= vacuum_wait < float("inf"):
-            raise UserError(f"vacuum_wait must be a finite number of seconds >= 0, got {vacuum_wait!r}")
+        self.vacuum_wait = check_vacuum_wait(vacuum_wait)
         self._psycopg, self.vacuum, self.where = psycopg, bool(vacuum), describe(url)
-        self.vacuum_wait = float(vacuum_wait)
         try:
             missing = False
             self._conn = psycopg.connect(url, autocommit=True)
