@@ -13,11 +13,11 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from signal_kit import signal_on_file
 
 SEED = "137"
 TARGET = f"results/train/{SEED}"
@@ -40,44 +40,24 @@ def _snakemake(repo: Path, *args: str) -> subprocess.CompletedProcess:
     return proc
 
 
-# The watcher that kills the workflow once step 8's checkpoint is complete: its own process, so
-# that it polls on time however busy the test process is (a thread here shares the GIL with the
-# tests that run meanwhile; in CI one was held off for the whole window between steps 8 and 16,
-# a few seconds, and the workflow finished unkilled). Exit 0: killed; 3: the deadline passed.
-_WATCHER = """
-import os, signal, sys, time
-marker, pgid, deadline = sys.argv[1], int(sys.argv[2]), time.monotonic() + float(sys.argv[3])
-while time.monotonic() < deadline:
-    if os.path.exists(marker):
-        os.killpg(pgid, signal.SIGKILL)
-        sys.exit(0)
-    time.sleep(0.005)
-sys.exit(3)
-"""
-
-
 def _kill_during_train(repo: Path) -> None:
-    """Rerun the train rule; a watcher process SIGKILLs the whole process group as soon as the
-    step-8 checkpoint is complete."""
+    """Rerun the train rule; a watcher process (signal_kit.py) SIGKILLs the whole process group
+    as soon as the step-8 checkpoint is complete."""
     marker = repo / CHECKPOINTS / "checkpoint-8" / "clerk_complete"
     output = repo / "kill_during_train.log"
     with output.open("w") as sink:
         proc = subprocess.Popen(["snakemake", TARGET, "--forcerun", "train", *ARGS], cwd=repo, env=_env(),
                                 stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
-    watcher = subprocess.Popen([sys.executable, "-c", _WATCHER, str(marker), str(proc.pid), "300"])
-    try:
-        proc.wait(timeout=330)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        raise
-    finally:
-        if watcher.poll() is None:
-            watcher.kill()
-        watcher.wait(timeout=60)
+    # snakemake, its job's shell and `clerk train` share the new session's process group.
+    with signal_on_file(marker, proc.pid, signal.SIGKILL, group=True) as watcher:
+        try:
+            proc.wait(timeout=330)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            raise
     if proc.returncode != -signal.SIGKILL:
         pytest.fail(f"the workflow ended (rc {proc.returncode}, watcher rc {watcher.returncode}) without being "
                     f"killed at step 8's checkpoint; its output:\n" + output.read_text()[-4000:])
-    # snakemake, its job's shell and `clerk train` share the new session's process group.
     for _ in range(500):  # the orphaned `clerk train` is gone too (reaped by init)
         try:
             os.killpg(proc.pid, 0)
