@@ -8,10 +8,10 @@ run finished unkilled. A separate process polls on time however busy the test pr
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 # argv: marker, pid, signal number, 1 to signal the process group, seconds to wait.
@@ -29,17 +29,23 @@ sys.exit(3)
 """
 
 
-@contextmanager
-def signal_on_file(marker: Path, pid: int, sig: int, *, group: bool = False,
-                   deadline: float = 300) -> Iterator[subprocess.Popen]:
-    """Within the block, ``sig`` goes to ``pid`` (its process group with ``group``) as soon as
-    ``marker`` exists; the watcher is ended on leaving the block (its ``returncode``: 0 when it
-    signalled, 3 when ``deadline`` seconds passed, negative when the block ended it first)."""
-    watcher = subprocess.Popen([sys.executable, "-c", _WATCHER, str(marker), str(pid), str(int(sig)),
+def wait_signalled(proc: subprocess.Popen, marker: Path, sig: int, *, group: bool = False,
+                   deadline: float = 300) -> int:
+    """Wait for ``proc`` while a watcher process sends it ``sig`` (its process group with
+    ``group``) the moment ``marker`` exists. Returns the watcher's exit status: 0 when it
+    signalled, 3 when ``deadline`` seconds passed first, negative when ``proc`` ended first and the
+    watcher was stopped. A ``proc`` still running 30 s after ``deadline`` is killed (its group with
+    ``group``) and :class:`subprocess.TimeoutExpired` raised."""
+    watcher = subprocess.Popen([sys.executable, "-c", _WATCHER, str(marker), str(proc.pid), str(int(sig)),
                                 "1" if group else "0", str(deadline)])
     try:
-        yield watcher
+        proc.wait(timeout=deadline + 30)
+    except subprocess.TimeoutExpired:
+        (os.killpg if group else os.kill)(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=60)
+        raise
     finally:
         if watcher.poll() is None:
             watcher.kill()
         watcher.wait(timeout=60)
+    return watcher.returncode

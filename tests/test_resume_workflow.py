@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 import pytest
-from signal_kit import signal_on_file
+from signal_kit import wait_signalled
 
 SEED = "137"
 TARGET = f"results/train/{SEED}"
@@ -49,14 +49,9 @@ def _kill_during_train(repo: Path) -> None:
         proc = subprocess.Popen(["snakemake", TARGET, "--forcerun", "train", *ARGS], cwd=repo, env=_env(),
                                 stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
     # snakemake, its job's shell and `clerk train` share the new session's process group.
-    with signal_on_file(marker, proc.pid, signal.SIGKILL, group=True) as watcher:
-        try:
-            proc.wait(timeout=330)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            raise
+    watched = wait_signalled(proc, marker, signal.SIGKILL, group=True)
     if proc.returncode != -signal.SIGKILL:
-        pytest.fail(f"the workflow ended (rc {proc.returncode}, watcher rc {watcher.returncode}) without being "
+        pytest.fail(f"the workflow ended (rc {proc.returncode}, watcher rc {watched}) without being "
                     f"killed at step 8's checkpoint; its output:\n" + output.read_text()[-4000:])
     for _ in range(500):  # the orphaned `clerk train` is gone too (reaped by init)
         try:

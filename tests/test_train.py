@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import torch
 from doctest_kit import run_package_doctests
-from signal_kit import signal_on_file
+from signal_kit import wait_signalled
 
 from clerk.cli import main as clerk_main
 from clerk.errors import UserError
@@ -166,8 +166,7 @@ class TestRunTraining:
         env = {**os.environ, "OMP_NUM_THREADS": "1", "CLERK_NUMERICS": "native"}
         marker = out / "checkpoints" / "checkpoint-10" / "clerk_complete"
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        with signal_on_file(marker, proc.pid, signal.SIGTERM, deadline=240):
-            proc.wait(timeout=300)
+        wait_signalled(proc, marker, signal.SIGTERM, deadline=240)
         assert proc.returncode == -signal.SIGTERM, "the run finished before it could be interrupted"
         assert not (out / "adapter_model.safetensors").exists()
 
