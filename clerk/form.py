@@ -41,6 +41,9 @@ MAX_KEY_CHARS = 32
 MAX_VALUE_CHARS = 60
 #: Longest subject name (characters).
 MAX_SUBJECT_CHARS = 40
+#: Codes of the ways a fact is out of form (:meth:`LedgerForm.fact_rejection`), in the order
+#: checked: the reducer's rejection codes for facts (``clerk.ledger.REJECTION_CODES``).
+FACT_CODES = ("subject_unknown", "key_not_normal", "key_not_allowed", "value_malformed", "when_malformed")
 #: A key: lower-case ASCII words (letters, digits) joined by single underscores, a letter first.
 KEY_PATTERN = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*")
 #: The key form as an llguidance Lark token: two regexes intersected (``&``), one for the length
@@ -283,17 +286,29 @@ class LedgerForm:
 
     def fact_problem(self, subject: Any, key: Any, value: Any, when: Any = None) -> str | None:
         """Why (subject, key, value, when) is not a fact of this form, or None (``when`` None = undated)."""
+        found = self.fact_rejection(subject, key, value, when)
+        return None if found is None else found[1]
+
+    def fact_rejection(self, subject: Any, key: Any, value: Any, when: Any = None) -> tuple[str, str] | None:
+        """``(code, message)`` of :meth:`fact_problem`, the code one of :data:`FACT_CODES`, or None.
+
+        >>> LedgerForm(("Jo",)).fact_rejection("Jo", "job", "chef", "2023-02-30")[0]
+        'when_malformed'
+        """
         if subject not in self.subjects:
             names = ", ".join(repr(s) for s in self.subjects)
-            return f"subject {_show(subject)} is not one of the ledger's subjects ({names})"
+            return "subject_unknown", f"subject {_show(subject)} is not one of the ledger's subjects ({names})"
         if not is_key(key):
-            return f"key {_show(key)} is not in normal form (lower-case a-z/0-9 words joined by '_', a letter first, <= {MAX_KEY_CHARS} characters)"
+            return "key_not_normal", (f"key {_show(key)} is not in normal form (lower-case a-z/0-9 words joined "
+                                      f"by '_', a letter first, <= {MAX_KEY_CHARS} characters)")
         if self.keys is not None and key not in self.keys:
-            return f"key {key!r} is not one of the form's {len(self.keys)} allowed keys"
+            return "key_not_allowed", f"key {key!r} is not one of the form's {len(self.keys)} allowed keys"
         if not is_value(value, self.max_value_chars):
-            return f"value {_show(value)} is not one line of 1-{self.max_value_chars} characters without outer whitespace"
+            return "value_malformed", (f"value {_show(value)} is not one line of 1-{self.max_value_chars} "
+                                       "characters without outer whitespace")
         if when is not None and not is_when(when):
-            return f"when {_show(when)} is not a date YYYY, YYYY-MM or YYYY-MM-DD that exists (years 1000-2999)"
+            return "when_malformed", (f"when {_show(when)} is not a date YYYY, YYYY-MM or YYYY-MM-DD that exists "
+                                      "(years 1000-2999)")
         return None
 
     def to_json(self) -> dict[str, Any]:

@@ -33,7 +33,7 @@ import reprlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from clerk.form import LedgerForm
+from clerk.form import FACT_CODES, LedgerForm
 from clerk.ledger_text import deserialize, serialize
 from clerk.slots import (
     DATED_SLOT_FIELDS,
@@ -54,10 +54,10 @@ from clerk.slots import (
 )
 
 __all__ = [
-    "DATED_SLOT_FIELDS", "MAX_PARSE_STARTS", "OP_KINDS", "PARSE_BUDGET_SLACK", "SLOT_FIELDS", "InvalidOpError",
-    "Ledger", "Op", "ParseResult", "Program", "ReduceReport", "Slot", "check_op", "deserialize", "dumps",
-    "empty_ledger", "find", "is_free", "least_salient", "occupied", "parse_program", "record_use", "reduce",
-    "salience_key", "serialize", "validate_ledger",
+    "DATED_SLOT_FIELDS", "MAX_PARSE_STARTS", "OP_KINDS", "PARSE_BUDGET_SLACK", "REJECTION_CODES", "SLOT_FIELDS",
+    "InvalidOpError", "Ledger", "Op", "ParseResult", "Program", "ReduceReport", "Slot", "check_op", "deserialize",
+    "dumps", "empty_ledger", "find", "is_free", "least_salient", "occupied", "parse_program", "record_use", "reduce",
+    "rejection", "salience_key", "serialize", "validate_ledger",
 ]
 
 #: How many "[" positions the program parser tries before giving up (see parse_program).
@@ -74,6 +74,26 @@ _OP_SCHEMA: dict[str, dict[str, type]] = {
 }
 #: Optional fields per op kind under a form: the when of a dated fact (SPEC §1.7).
 _OPTIONAL = {"ADD": {"w": str}, "UPDATE": {"w": str}}
+#: Every reason the reducer rejects an op for, as a stable short code (SPEC §1.3), in the order
+#: :func:`rejection` checks them. The message beside each code gives the particulars.
+REJECTION_CODES: tuple[str, ...] = (
+    "not_a_program",  # the program is not a list (position -1)
+    "unparsed_line",  # the op is text: a line the program language's compiler could not read
+    "not_an_object",  # the op is neither a JSON object nor text
+    "unknown_op",  # "op" is not ADD, UPDATE, TOMBSTONE or EVICT
+    "extra_field",  # a field the op kind does not take (a "w" without a form, too)
+    "missing_field",
+    "wrong_type",  # a field of another exact type (a boolean is not an index)
+    "unknown_key",  # index -1: the program language's key named no slot of the ledger
+    "index_out_of_range",  # any other index outside 0..B-1
+    *FACT_CODES,  # under a form: the fact written is out of form (clerk.form.LedgerForm.fact_rejection)
+    "key_held",  # ADD of a (subject, key) some slot already holds
+    "budget_full",  # ADD with no free slot (a writer must EVICT first)
+    "slot_free",  # UPDATE, TOMBSTONE or EVICT of a free slot
+    "slot_mismatch",  # UPDATE of a slot holding another (subject, key)
+    "update_same_value",  # UPDATE to the value (and when) the slot already holds
+    "tombstone_dead",  # TOMBSTONE of a slot already tombstoned
+)
 
 
 class InvalidOpError(ValueError):
@@ -83,19 +103,35 @@ class InvalidOpError(ValueError):
         position: index of the op in the program (0-based).
         op: the offending op, as given.
         reason: why it is invalid.
+        code: the reason's code (:data:`REJECTION_CODES`).
     """
 
-    def __init__(self, position: int, op: Any, reason: str):
-        self.position, self.op, self.reason = position, op, reason
+    def __init__(self, position: int, op: Any, reason: str, code: str | None = None):
+        self.position, self.op, self.reason, self.code = position, op, reason, code
         super().__init__(f"op {position} {_short(op)} is invalid: {reason}")
 
 
 @dataclass
 class ReduceReport:
-    """What a reduce did: positions of applied ops and ``(position, op, reason)`` for skipped ones."""
+    """What a reduce did: positions of applied ops, ``(position, op, reason)`` for skipped ones and
+    ``codes[k]``, the code (:data:`REJECTION_CODES`) of ``invalid[k]``."""
 
     applied: list[int] = field(default_factory=list)
     invalid: list[tuple[int, Any, str]] = field(default_factory=list)
+    codes: list[str] = field(default_factory=list)
+
+    def verdicts(self, n_ops: int) -> list[str]:
+        """One verdict per op of a program of ``n_ops`` ops: ``"applied"`` or its rejection code.
+        A program that is not a list counts as one op (its verdict ``not_a_program``).
+
+        >>> reduce(empty_ledger(1), [{"op": "EVICT", "i": 0}, {"op": "ADD", "s": "A", "p": "x", "o": "y"}],
+        ...        now=0, strict=False)[1].verdicts(2)
+        ['slot_free', 'applied']
+        """
+        out = ["applied"] * n_ops
+        for (pos, _, _), code in zip(self.invalid, self.codes):
+            out[max(pos, 0)] = code
+        return out
 
 
 @dataclass
@@ -119,48 +155,63 @@ def check_op(ledger: Ledger, op: Any, form: LedgerForm | None = None) -> str | N
 
     With a ``form``, ADD and UPDATE may carry a when ``w`` and must write a fact of the form.
     """
+    found = rejection(ledger, op, form)
+    return None if found is None else found[1]
+
+
+def rejection(ledger: Ledger, op: Any, form: LedgerForm | None = None) -> tuple[str, str] | None:
+    """``(code, message)`` of why ``op`` cannot be applied (the code one of :data:`REJECTION_CODES`),
+    or None when it can; the message is :func:`check_op`'s.
+
+    >>> rejection(empty_ledger(2), {"op": "TOMBSTONE", "i": -1})
+    ('unknown_key', 'slot index -1 out of range 0..1')
+    """
     if not isinstance(op, dict):
-        return f"an op must be a JSON object, got {type(op).__name__}"
+        return ("unparsed_line" if isinstance(op, str) else "not_an_object",
+                f"an op must be a JSON object, got {type(op).__name__}")
     kind = op.get("op")
     if not isinstance(kind, str) or kind not in _OP_SCHEMA:  # unhashable kinds must not raise
-        return f"unknown op {kind!r} (expected one of {', '.join(OP_KINDS)})"
+        return "unknown_op", f"unknown op {kind!r} (expected one of {', '.join(OP_KINDS)})"
     schema = _OP_SCHEMA[kind]
     optional = _OPTIONAL.get(kind, {}) if form is not None else {}
     extra = sorted(set(op) - set(schema) - set(optional) - {"op"}, key=str)
     if extra:
         hint = " (a dated fact needs an open ledger's form)" if form is None and "w" in extra and kind in _OPTIONAL else ""
-        return f"unexpected field(s) {extra} for {kind}{hint}"
+        return "extra_field", f"unexpected field(s) {extra} for {kind}{hint}"
     for name, typ in schema.items():
         if name not in op:
-            return f"missing field {name!r}"
+            return "missing_field", f"missing field {name!r}"
         value = op[name]
         if type(value) is not typ:  # bool is not an int index; exact types only
-            return f"field {name!r} must be {typ.__name__}, got {type(value).__name__}"
+            return "wrong_type", f"field {name!r} must be {typ.__name__}, got {type(value).__name__}"
     for name, typ in optional.items():
         if name in op and type(op[name]) is not typ:
-            return f"field {name!r} must be {typ.__name__}, got {type(op[name]).__name__}"
+            return "wrong_type", f"field {name!r} must be {typ.__name__}, got {type(op[name]).__name__}"
     if "i" in schema and not 0 <= op["i"] < len(ledger):
-        return f"slot index {_int_text(op['i'])} out of range 0..{len(ledger) - 1}"
+        return ("unknown_key" if op["i"] == -1 else "index_out_of_range",
+                f"slot index {_int_text(op['i'])} out of range 0..{len(ledger) - 1}")
     if form is not None and "o" in schema:
-        problem = form.fact_problem(op["s"], op["p"], op["o"], op.get("w"))
+        problem = form.fact_rejection(op["s"], op["p"], op["o"], op.get("w"))
         if problem is not None:
             return problem
     if kind == "ADD":
         if find(ledger, op["s"], op["p"]) is not None:
-            return f"(s, p) = ({op['s']!r}, {op['p']!r}) already occupies a slot"
+            return "key_held", f"(s, p) = ({op['s']!r}, {op['p']!r}) already occupies a slot"
         if all(not is_free(slot) for slot in ledger):
-            return "no free slot"
+            return "budget_full", "no free slot"
         return None
     slot = ledger[op["i"]]
     if is_free(slot):
-        return f"slot {op['i']} is free"
+        return "slot_free", f"slot {op['i']} is free"
     if kind == "UPDATE":
         if (slot["s"], slot["p"]) != (op["s"], op["p"]):
-            return f"slot {op['i']} holds ({slot['s']!r}, {slot['p']!r}), not ({op['s']!r}, {op['p']!r})"
+            return ("slot_mismatch",
+                    f"slot {op['i']} holds ({slot['s']!r}, {slot['p']!r}), not ({op['s']!r}, {op['p']!r})")
         if slot["o"] == op["o"] and slot.get("w") == op.get("w"):
-            return f"value unchanged ({op['o']!r})" + ("" if "w" not in op else f" and when unchanged ({op['w']!r})")
+            return ("update_same_value", f"value unchanged ({op['o']!r})"
+                    + ("" if "w" not in op else f" and when unchanged ({op['w']!r})"))
     if kind == "TOMBSTONE" and slot["v"] == 0:
-        return f"slot {op['i']} is already tombstoned"
+        return "tombstone_dead", f"slot {op['i']} is already tombstoned"
     return None
 
 
@@ -224,15 +275,18 @@ def reduce(ledger: Ledger, program: Any, now: int, *, strict: bool = True,
     if not isinstance(program, list):
         reason = f"a program must be a JSON list, got {type(program).__name__}"
         if strict:
-            raise InvalidOpError(-1, program, reason)
+            raise InvalidOpError(-1, program, reason, "not_a_program")
         report.invalid.append((-1, program, reason))
+        report.codes.append("not_a_program")
         return out, report
     for pos, op in enumerate(program):
-        reason = check_op(out, op, form)
-        if reason is not None:
+        found = rejection(out, op, form)
+        if found is not None:
+            code, reason = found
             if strict:
-                raise InvalidOpError(pos, op, reason)
+                raise InvalidOpError(pos, op, reason, code)
             report.invalid.append((pos, op, reason))
+            report.codes.append(code)
             continue
         _apply(out, op, now)
         report.applied.append(pos)

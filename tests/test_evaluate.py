@@ -152,7 +152,7 @@ class TestEvaluateEndToEnd:
         from clerk.generator.files import load_timelines
 
         rt = Runtime(EvalConfig(max_read_tokens=200), model_dir=str(workdir / "model"), adapter_dir=str(workdir / "adapter"))
-        preds, _, _ = evaluate(load_timelines(workdir / "test.jsonl"), ["rag", "full"], rt, progress=False)
+        preds, _, _, _ = evaluate(load_timelines(workdir / "test.jsonl"), ["rag", "full"], rt, progress=False)
         first = [r for r in _rows(full_run / "predictions.jsonl") if r["system"] in ("rag", "full")]
         key = lambda r: (r["system"], r["session"], r["persona"], r["q"])  # noqa: E731
         assert sorted(first, key=key) == sorted(preds, key=key)
@@ -268,7 +268,7 @@ class TestGarbageWriter:
 
         timelines = generate(7, "test", personas=4, sessions=6, budget=5)
         rt = Runtime(EvalConfig(reader="rule"), tokenizer=AutoTokenizer.from_pretrained(tok_dir), context_tokens=10**9)
-        preds, ledger_rows, summary = evaluate(timelines, ["garbage"], rt, registry=local, progress=False)
+        preds, ledger_rows, summary, programs = evaluate(timelines, ["garbage"], rt, registry=local, progress=False)
         assert "garbage" not in MEMORY_REGISTRY.names()
         for row in ledger_rows:
             validate_record("ledgers", row)
@@ -358,7 +358,7 @@ class TestTeacherForced:
         rt = Runtime(EvalConfig(reader="rule", batch_size=4, teacher_forced=("drifting",)),
                      model_dir=str(workdir / "model"))
         Drifting.PROMPTS.clear()
-        _, rows, summary = evaluate(timelines, ["drifting"], rt, registry=local, progress=False)
+        _, rows, summary, programs = evaluate(timelines, ["drifting"], rt, registry=local, progress=False)
         writer = Drifting(rt)
         seen: dict[tuple, list[str]] = {}
         for persona, index, text, _ in Drifting.PROMPTS:
@@ -439,7 +439,7 @@ class TestRuleReader:
 
         timelines = generate(11, split, personas=6, sessions=8)
         rt = Runtime(EvalConfig(reader="rule"), tokenizer=AutoTokenizer.from_pretrained(workdir / "model"))
-        preds, ledger_rows, summary = evaluate(timelines, ["oracle"], rt, progress=False)
+        preds, ledger_rows, summary, _ = evaluate(timelines, ["oracle"], rt, progress=False)
         assert summary["oracle"]["n_questions"] > 20
         assert summary["oracle"]["accuracy"] == 1.0 and summary["oracle"]["stale_error_rate"] in (0.0, None)
         assert all(r["state_exact"] for r in ledger_rows)

@@ -749,7 +749,7 @@ class TestEvaluateLocomo:
     def test_full_truncation_recorded(self, workdir):
         """A view budget below the conversation's length truncates the full view and records it."""
         runtime = Runtime(LocomoEvalConfig(max_read_tokens=40, reader_model="base"), model_dir=str(workdir / "model"))
-        rows, summary = evaluate_locomo(load_locomo(PERCENA), ["full"], runtime, progress=False)
+        rows, summary, _ = evaluate_locomo(load_locomo(PERCENA), ["full"], runtime, progress=False)
         assert all(r["truncated"] and 0 < r["read_tokens"] <= 40 for r in rows)
         assert summary["full"]["truncated_rate"] == 1.0
 
@@ -771,7 +771,7 @@ class TestPrefixReuse:
 
         runtime = Runtime(LocomoEvalConfig(reader_model="base"), model_dir=str(workdir / "model"))
         conversations = load_locomo(PERCENA)
-        rows, _ = evaluate_locomo(conversations, ["full"], runtime, progress=False)
+        rows, _, _ = evaluate_locomo(conversations, ["full"], runtime, progress=False)
         model, tok = runtime.model("base")
         chosen = {r["question_id"]: r["chosen"] for r in rows}
         for conv in conversations:

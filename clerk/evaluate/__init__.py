@@ -1,9 +1,10 @@
 """Synthetic evaluation (SPEC §6): the runner (``clerk evaluate``), its record formats and metrics,
 and the read-cost probe (``clerk read-cost``).
 
-Modules: :mod:`~clerk.evaluate.runner` (replay timelines through memory systems, write the three
+Modules: :mod:`~clerk.evaluate.runner` (replay timelines through memory systems, write the
 result files) · :mod:`~clerk.evaluate.schemas` (record formats, validated on write) ·
 :mod:`~clerk.evaluate.summary` (per-write and per-system metrics) ·
+:mod:`~clerk.evaluate.programs` (the model writers' programs, verdicts and ledgers, kept) ·
 :mod:`~clerk.evaluate.teacher` (teacher-forced op scores of the model writers) ·
 :mod:`~clerk.evaluate.read_cost` (read tokens per view, tokenizer only) ·
 :mod:`~clerk.evaluate.erasure` (the erasure study, ``clerk erasure``) ·

@@ -109,7 +109,8 @@ def _add_evaluate_parser(sub: Any) -> None:
     p = sub.add_parser(
         "evaluate", help="replay timelines through memory systems; write predictions, ledger metrics and a summary",
         description="Synthetic evaluation (SPEC §6): for every session, answer its questions from each system's "
-        "memory, then consolidate. Writes predictions.jsonl, ledgers.jsonl and metrics.json to --out. "
+        "memory, then consolidate. Writes predictions.jsonl, ledgers.jsonl, programs.jsonl.gz (the model writers' "
+        "writes) and metrics.json to --out. "
         f"Systems: {', '.join(MEMORY_REGISTRY.names())}.")
     add_run_args(p)
     p.set_defaults(func=_evaluate_main)

@@ -6,12 +6,14 @@ from memory as it stands *before* the session (session 0 has none), then the ses
 consolidated, batched across personas. A session without questions (every session of the
 eviction-pressure slice, SPEC §2.6) is only consolidated. The model writers named by
 ``--teacher-forced`` are also scored teacher-forced, every session written from the gold ledger
-before it (:mod:`clerk.evaluate.teacher`). Three files are written to ``--out``:
+before it (:mod:`clerk.evaluate.teacher`). Four files are written to ``--out``:
 
 * ``predictions.jsonl``: one row per question x system (:data:`~clerk.evaluate.schemas.SCHEMAS`
   ``"predictions"``);
 * ``ledgers.jsonl``: one row per session x persona x ledger system, write-side metrics against
   the gold program and gold ``ledger_after`` (``SCHEMAS["ledgers"]``);
+* ``programs.jsonl.gz``: one row per write of a model writer, teacher-forced rewrites marked:
+  text, ops, the reducer's verdict per op, the ledger after (:mod:`clerk.evaluate.programs`);
 * ``metrics.json``: the per-seed summary per system, with the config, system versions and the
   input's sha256 (``SCHEMAS["metrics"]`` and ``SCHEMAS["metrics.system"]``), written last.
 
@@ -32,6 +34,7 @@ from typing import Any
 from clerk.atomic import start_outputs, write_text
 from clerk.errors import UserError
 from clerk.evaluate.config import EvaluateConfig
+from clerk.evaluate.programs import PROGRAMS_FILE, program_row, write_programs
 from clerk.evaluate.schemas import METRICS_SCHEMA_ID, validate_record, write_jsonl
 from clerk.evaluate.summary import is_stale_error, ledger_row, set_teacher_forced, summarize
 from clerk.evaluate.teacher import is_model_writer, teacher_forced
@@ -193,7 +196,7 @@ def evaluate(
     runtime: Runtime,
     registry: Registry = MEMORY_REGISTRY,
     progress: bool = True,
-) -> tuple[list[dict], list[dict], dict[str, dict]]:
+) -> tuple[list[dict], list[dict], dict[str, dict], list[dict]]:
     """Run the evaluation in memory.
 
     Args:
@@ -204,7 +207,8 @@ def evaluate(
         progress: show progress bars.
 
     Returns:
-        (prediction rows, ledger rows, per-system summary) following :data:`~clerk.evaluate.schemas.SCHEMAS`.
+        (prediction rows, ledger rows, per-system summary, program rows of the model writers)
+        following :data:`~clerk.evaluate.schemas.SCHEMAS`.
 
     Raises:
         UserError: see :func:`make_systems`.
@@ -216,6 +220,7 @@ def evaluate(
     load_up_front(runtime, systems)
     predictions: list[dict] = []
     ledger_rows: list[dict] = []
+    program_rows: list[dict] = []
 
     def answer(name, system, tl, session, state, views):
         if name in cfg.write_only:
@@ -231,6 +236,8 @@ def evaluate(
     def wrote(name, system, tl, session, before, result):
         if system.is_ledger:
             ledger_rows.append(ledger_row(name, tl, session, system.ledger(before), result))
+        if is_model_writer(system):
+            program_rows.append(program_row(name, tl["name"], session["index"], result))
         else:
             write_tokens[name].append(result.write_tokens)
 
@@ -239,9 +246,12 @@ def evaluate(
             return
         scored = teacher_forced(system, batch, sessions, before, results)
         tf_seconds[name] += scored.seconds
-        for row, tl, session, scores in zip(ledger_rows[-len(results):], batch, sessions, scored.scores):
+        for row, tl, session, scores, extra in zip(ledger_rows[-len(results):], batch, sessions, scored.scores,
+                                                   scored.extra):
             assert (row["system"], row["persona"], row["session"]) == (name, tl["name"], session["index"])
             set_teacher_forced(row, scores)
+            if extra is not None:
+                program_rows.append(program_row(name, tl["name"], session["index"], extra, teacher_forced=True))
 
     write_tokens: dict[str, list[int]] = {name: [] for name in systems}
     tf_seconds = {name: 0.0 for name in systems}
@@ -252,7 +262,8 @@ def evaluate(
     for row in ledger_rows:
         row.pop("_scores")
         row.pop("_tf_scores")
-    return predictions, ledger_rows, summary
+        row.pop("_verdicts")
+    return predictions, ledger_rows, summary, program_rows
 
 
 def catalogue_keys(phrasings: str | None) -> list[str]:
@@ -286,7 +297,8 @@ def runtime_from_config(cfg: EvaluateConfig) -> Runtime:
 
 
 def run_evaluate(cfg: EvaluateConfig, registry: Registry = MEMORY_REGISTRY) -> None:
-    """``clerk evaluate``: evaluate, then write predictions.jsonl, ledgers.jsonl and metrics.json (last).
+    """``clerk evaluate``: evaluate, then write predictions.jsonl, ledgers.jsonl, programs.jsonl.gz and
+    metrics.json (last).
 
     Raises:
         UserError: bad arguments or timelines (see :func:`make_systems`, :class:`EvalConfig`).
@@ -303,9 +315,11 @@ def run_evaluate(cfg: EvaluateConfig, registry: Registry = MEMORY_REGISTRY) -> N
     if any(session.get("forget") for tl in timelines for session in tl["sessions"]):
         raise UserError(f"--timelines {cfg.timelines!r} holds forget requests, which clerk evaluate does not "
                         "deliver; replay it with clerk erasure")
-    predictions, ledger_rows, summary = evaluate(timelines, systems, runtime, registry, progress=not cfg.quiet)
+    predictions, ledger_rows, summary, program_rows = evaluate(timelines, systems, runtime, registry,
+                                                               progress=not cfg.quiet)
     write_jsonl(out / "predictions.jsonl", "predictions", predictions)
     write_jsonl(out / "ledgers.jsonl", "ledgers", ledger_rows)
+    write_programs(out / PROGRAMS_FILE, program_rows)
     from clerk import __version__
 
     metrics = {

@@ -1,8 +1,10 @@
 """The record formats of ``clerk evaluate``: field -> allowed exact types, validated on write.
 
 ``predictions`` (one row per question x system), ``ledgers`` (one row per session x persona x
-ledger system), ``metrics`` (the per-seed ``metrics.json``) and ``metrics.system`` (its record of
-one system). Other runners (``clerk.locomo``) validate their own schemas with the same functions.
+ledger system), ``programs`` (one row per write of a model writer: :mod:`clerk.evaluate.programs`,
+shared with ``clerk.locomo``), ``metrics`` (the per-seed ``metrics.json``) and ``metrics.system``
+(its record of one system). Other runners (``clerk.locomo``) validate their own schemas with the
+same functions.
 
     python -c "from clerk.evaluate.schemas import SCHEMAS; print({k: len(v) for k, v in SCHEMAS.items()})"
 """
@@ -68,6 +70,16 @@ SCHEMAS: dict[str, dict[str, tuple]] = {
         # op_tf_{tp..f1} and op_tf_<KIND>_{tp..f1}, null for a system not scored so
         **_op_columns("op_tf", nullable=True),
     },
+    "programs": {
+        "system": (str,),  # a model writer's registry key
+        "persona": (str,),  # timeline "name" (on LoCoMo: the conversation id)
+        "session": (int,),
+        "teacher_forced": (bool,),  # an extra write from the gold ledger (clerk.evaluate.teacher)
+        "text": (str, _N),  # the model's output as generated
+        "ops": (list,),  # the compiled program (JSON op form; a line that did not compile: its text)
+        "verdicts": (list,),  # per op: "applied" or a rejection code (clerk.ledger.REJECTION_CODES)
+        "ledger": (str, _N),  # clerk.ledger.serialize of the ledger after the write; null if teacher-forced
+    },
     "metrics": {
         "schema": (str,),
         "input": (dict,),  # {"path", "sha256", "n_personas", "n_slice_personas", "splits", "seeds"}
@@ -99,6 +111,7 @@ SCHEMAS: dict[str, dict[str, tuple]] = {
         "invalid_op_rate": (float, _N),
         "parse_failure_rate": (float, _N),
         "n_ops": (int, _N),
+        "invalid_reasons": (dict, _N),  # rejection code -> invalid ops (clerk.evaluate.programs.invalid_reasons)
         "drift_rate": (float, _N),  # share of writes made against a ledger that differed from gold
         # model writers scored teacher-forced only (EvalConfig.teacher_forced; None otherwise):
         "op_teacher_forced": (dict, _N),  # micro op scores, every session written from gold ledger_before

@@ -3,7 +3,8 @@
 Definitions: *stale error* = the chosen option is a value the fact held earlier
 (``generator.stale_answers``): on a ``superseded`` question an earlier value, on a ``negated``
 question a value of the retracted fact. ``stale_error_rate`` is over superseded questions (SPEC
-§6); ``stale_error_rate_negated`` over negated ones. *Invalid-op rate* = invalid ops / predicted ops; *parse-failure rate* =
+§6); ``stale_error_rate_negated`` over negated ones. *Invalid-op rate* = invalid ops / predicted ops, and
+``invalid_reasons`` the invalid ops per rejection code (``clerk.ledger.REJECTION_CODES``); *parse-failure rate* =
 writes whose text held no JSON list / writes. *Read tokens* = tokens of the view text under the
 reader's tokenizer (the answer prompt's frame and question are the same for every system and
 not counted). *Write tokens* = generated tokens per session (0 for non-model writers). *Drift
@@ -19,6 +20,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from clerk.evaluate.programs import invalid_reasons
 from clerk.evaluate.schemas import OP_FIELDS, QUESTION_TYPES
 from clerk.evaluate.teacher import drifted
 from clerk.form import timeline_form
@@ -62,6 +64,7 @@ def ledger_row(name: str, tl: dict, session: dict, before: list, result: Any) ->
         **op_columns("op", scores), **op_columns("op_tf", None),
     }
     row["_scores"] = scores  # kept in memory for micro-averaging; dropped before writing
+    row["_verdicts"] = result.verdicts  # for the counts of rejection codes; dropped before writing
     row["_tf_scores"] = None
     return row
 
@@ -112,7 +115,7 @@ def summarize(name: str, system: MemorySystem, predictions: list[dict], ledger_r
                                    else [float(x) for x in write_tokens]),
         "wall_seconds": float(seconds),
         "op": None, "state_f1_mean": None, "state_exact_rate": None, "invalid_op_rate": None,
-        "parse_failure_rate": None, "n_ops": None,
+        "parse_failure_rate": None, "n_ops": None, "invalid_reasons": None,
         "drift_rate": None, "op_teacher_forced": None, "teacher_forced_writes": None, "teacher_forced_seconds": None,
     }
     if system.is_ledger:
@@ -124,6 +127,7 @@ def summarize(name: str, system: MemorySystem, predictions: list[dict], ledger_r
             invalid_op_rate=sum(r["n_invalid"] for r in writes) / n_ops if n_ops else 0.0,
             parse_failure_rate=mean_or_none([float(r["parse_failure"]) for r in writes]),
             n_ops=n_ops,
+            invalid_reasons=invalid_reasons(r["_verdicts"] for r in writes),
             drift_rate=mean_or_none([float(r["drifted"]) for r in writes]),
         )
     if system.is_ledger and name in cfg.teacher_forced:

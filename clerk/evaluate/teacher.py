@@ -21,7 +21,7 @@ the batch a prompt is decoded in (padding); the closed-loop run shares that cave
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from clerk.form import timeline_form
@@ -49,11 +49,14 @@ class ForcedBatch:
         rewritten: per persona, whether an extra write from the gold ledger was run (its own
             ledger had drifted) rather than the closed-loop write reused.
         seconds: wall seconds of the extra writes.
+        extra: per persona, the extra write's :class:`~clerk.memory.WriteResult` (kept in the
+            programs file, :mod:`clerk.evaluate.programs`), or None where the write was reused.
     """
 
     scores: list[dict]
     rewritten: list[bool]
     seconds: float
+    extra: list = field(default_factory=list)
 
 
 def teacher_forced(system: Any, timelines: list[dict], sessions: list[dict], befores: list,
@@ -71,15 +74,16 @@ def teacher_forced(system: Any, timelines: list[dict], sessions: list[dict], bef
     """
     redo = [k for k, (state, session) in enumerate(zip(befores, sessions)) if drifted(system.ledger(state), session)]
     programs = [result.program for result in results]
+    extra: list = [None] * len(sessions)
     start = time.perf_counter()
     if redo:
-        extra = system.write([sessions[k]["ledger_before"] for k in redo], [timelines[k] for k in redo],
-                             [sessions[k] for k in redo])
-        for k, result in zip(redo, extra):
-            programs[k] = result.program
+        written = system.write([sessions[k]["ledger_before"] for k in redo], [timelines[k] for k in redo],
+                               [sessions[k] for k in redo])
+        for k, result in zip(redo, written):
+            programs[k], extra[k] = result.program, result
     seconds = time.perf_counter() - start
     scores = [op_scores(session["ledger_before"], program, session["gold_ops"], session["index"],
                         form=timeline_form(timeline))
               for timeline, session, program in zip(timelines, sessions, programs)]
     rewritten = set(redo)
-    return ForcedBatch(scores, [k in rewritten for k in range(len(sessions))], seconds)
+    return ForcedBatch(scores, [k in rewritten for k in range(len(sessions))], seconds, extra)

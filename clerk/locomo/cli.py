@@ -100,13 +100,16 @@ def _input_record(data: Path, selection: dict, conversations: list[Conversation]
     }
 
 
-def _write_outputs(out: Path, selection: dict, predictions: list[dict], metrics: dict) -> None:
-    """``selection.json``, ``predictions.jsonl`` and, last, ``metrics.json`` (its existence means the run completed)."""
+def _write_outputs(out: Path, selection: dict, predictions: list[dict], programs: list[dict], metrics: dict) -> None:
+    """``selection.json``, ``predictions.jsonl``, ``programs.jsonl.gz`` and, last, ``metrics.json``
+    (its existence means the run completed)."""
     from clerk.atomic import start_outputs, write_text
+    from clerk.evaluate.programs import PROGRAMS_FILE, write_programs
 
     start_outputs(out, "--out", marker="metrics.json")
     write_text(out / "selection.json", json.dumps(selection, indent=1, sort_keys=True) + "\n")
     write_jsonl(out / "predictions.jsonl", "predictions", predictions)
+    write_programs(out / PROGRAMS_FILE, programs)
     write_text(out / "metrics.json", json.dumps(metrics, indent=2, ensure_ascii=False) + "\n")
 
 
@@ -115,7 +118,8 @@ def main_locomo(args: argparse.Namespace) -> None:
 
     Data resolution comes first so a missing file leaves no output behind; then the arguments
     and systems are checked before any model loads. Writes ``selection.json`` (which questions,
-    from which file), ``predictions.jsonl`` and, last, ``metrics.json`` to ``--out``.
+    from which file), ``predictions.jsonl``, ``programs.jsonl.gz`` (the model writers' writes) and,
+    last, ``metrics.json`` to ``--out``.
 
     Raises:
         UserError: missing data, bad directories or knobs, unknown systems, a missing adapter.
@@ -138,7 +142,7 @@ def main_locomo(args: argparse.Namespace) -> None:
     sources = list(dict.fromkeys(c.source for c in conversations))
     selection = _selection(cfg, data, sha, sources, chosen, selected)
 
-    predictions, summaries = evaluate_locomo(selected, list(cfg.systems), runtime, progress=not args.quiet)
+    predictions, summaries, programs = evaluate_locomo(selected, list(cfg.systems), runtime, progress=not args.quiet)
     for summary in summaries.values():
         summary.update(source=sources[0], data_sha256=sha, subset_size=len(chosen), subset_seed=cfg.question_seed)
         validate_record("metrics.system", summary, LOCOMO_SCHEMAS)
@@ -158,7 +162,7 @@ def main_locomo(args: argparse.Namespace) -> None:
     }
     validate_record("metrics", metrics, LOCOMO_SCHEMAS)
     out = Path(args.out)
-    _write_outputs(out, selection, predictions, metrics)
+    _write_outputs(out, selection, predictions, programs, metrics)
     accs = ", ".join(f"{n}={s['accuracy']:.3f}" if s["accuracy"] is not None else f"{n}=n/a"
                      for n, s in summaries.items())
     print(f"clerk locomo: {len(chosen)} questions x {len(summaries)} systems from {len(selected)} conversations "
@@ -179,8 +183,8 @@ def _add_locomo(sub: argparse._SubParsersAction) -> None:
             "Evaluate memory systems on LoCoMo (Percena/locomo-mc10 JSON lines or the original locomo10.json): "
             "each system's writer runs over every conversation's sessions in order, then every selected question "
             "is scored by the multiple-choice log-likelihood reader over the system's final memory. Writes "
-            "selection.json, predictions.jsonl and metrics.json (last) to --out. Without data it exits with "
-            "status 2 and says where to get it; it writes nothing then."
+            "selection.json, predictions.jsonl, programs.jsonl.gz and metrics.json (last) to --out. Without data "
+            "it exits with status 2 and says where to get it; it writes nothing then."
         ),
     )
     # data

@@ -17,8 +17,9 @@ KV cache reused (``clerk bench-locomo-prefix`` measures the saving). ``summary-r
 There is no gold ledger on LoCoMo, so only answer accuracy is scored (plus write-side health for
 ledger systems: parse failures, invalid ops). ``accuracy`` is over non-adversarial questions;
 adversarial questions are reported apart (``adversarial_accuracy``). Outputs: ``selection.json``,
-``predictions.jsonl`` and ``metrics.json`` (:data:`LOCOMO_SCHEMAS`), written by
-``clerk locomo`` (:mod:`clerk.locomo.cli`).
+``predictions.jsonl``, ``metrics.json`` (:data:`LOCOMO_SCHEMAS`) and the model writers' programs
+(``programs.jsonl.gz``, :mod:`clerk.evaluate.programs`: it holds conversation text, so like the
+predictions it is never committed), written by ``clerk locomo`` (:mod:`clerk.locomo.cli`).
 
     clerk locomo --data locomo_mc10.json --model resources/models/smollm2-135m --adapter results/train/137 \\
         --max-questions 200 --seed 137 --out results/locomo/137
@@ -104,6 +105,7 @@ LOCOMO_SCHEMAS: dict[str, dict[str, tuple]] = {
         "write_tokens_mean": (float, _N),
         "n_ops": (int, _N),
         "invalid_op_rate": (float, _N),
+        "invalid_reasons": (dict, _N),  # rejection code -> invalid ops (clerk.evaluate.programs)
         "parse_failure_rate": (float, _N),
         "occupied_mean": (float, _N),  # occupied slots of the final ledgers
     },
@@ -263,17 +265,19 @@ def _summarize_system(system: Any, rows: list[dict], writes: list[Any], finals: 
         "write_seconds": float(write_s),
         "read_seconds": float(read_s),
         "n_writes": len(writes),
-        "write_tokens_mean": None, "n_ops": None, "invalid_op_rate": None, "parse_failure_rate": None,
-        "occupied_mean": None,
+        "write_tokens_mean": None, "n_ops": None, "invalid_op_rate": None, "invalid_reasons": None,
+        "parse_failure_rate": None, "occupied_mean": None,
     }
     if system.is_ledger:
         from clerk import ledger as L
+        from clerk.evaluate.programs import invalid_reasons
 
         n_ops = sum(len(w.program or []) for w in writes)
         out.update(
             write_tokens_mean=mean_or_none([float(w.write_tokens) for w in writes]),
             n_ops=n_ops,
             invalid_op_rate=sum(w.n_invalid for w in writes) / n_ops if n_ops else 0.0,
+            invalid_reasons=invalid_reasons(w.verdicts for w in writes),
             parse_failure_rate=mean_or_none([float(w.parse_failed) for w in writes]),
             occupied_mean=mean_or_none([float(len(L.occupied(system.ledger(state)))) for state in finals]),
         )
@@ -293,21 +297,27 @@ def _write_all(timelines: list[dict], systems: dict[str, Any], progress: bool):
     """Every system's writer over every conversation's sessions (``clerk.evaluate.replay``).
 
     Returns:
-        ``(finals, writes, write_seconds)``: system -> conversation -> final state, system ->
-        write results in order, system -> seconds spent writing.
+        ``(finals, writes, write_seconds, programs)``: system -> conversation -> final state, system
+        -> write results in order, system -> seconds spent writing, the model writers' ``programs``
+        records.
     """
+    from clerk.evaluate.programs import program_row
     from clerk.evaluate.runner import replay
+    from clerk.evaluate.teacher import is_model_writer
 
     finals = {name: {tl["name"]: system.init_state(tl) for tl in timelines} for name, system in systems.items()}
     writes: dict[str, list[Any]] = {name: [] for name in systems}
+    programs: list[dict] = []
 
     def wrote(name, system, tl, session, before, result):
         finals[name][tl["name"]] = result.state
         writes[name].append(result)
+        if is_model_writer(system):
+            programs.append(program_row(name, tl["name"], session["index"], result))
 
     # No session holds questions, so replay only writes; its answer callback is never called.
     write_seconds = replay(timelines, systems, lambda *a: None, wrote, progress)
-    return finals, writes, write_seconds
+    return finals, writes, write_seconds, programs
 
 
 def _prediction(q: Question, conv: Conversation, name: str, reader: str, chosen: int, read_tokens: int,
@@ -355,7 +365,7 @@ def evaluate_locomo(
     runtime: Runtime,
     registry: Any = None,
     progress: bool = True,
-) -> tuple[list[dict], dict[str, dict]]:
+) -> tuple[list[dict], dict[str, dict], list[dict]]:
     """Run memory systems over LoCoMo conversations and score every question with the MC reader.
 
     1. Each conversation becomes a persona record (:func:`conversation_timeline`); the synthetic
@@ -377,9 +387,9 @@ def evaluate_locomo(
         progress: show progress bars on stderr.
 
     Returns:
-        (prediction rows, per-system summaries) following :data:`LOCOMO_SCHEMAS` (the summaries'
-        data fields ``source``, ``data_sha256``, ``subset_size``, ``subset_seed`` are left to the
-        caller).
+        (prediction rows, per-system summaries, the model writers' ``programs`` records) following
+        :data:`LOCOMO_SCHEMAS` and ``clerk.evaluate.schemas.SCHEMAS`` (the summaries' data fields
+        ``source``, ``data_sha256``, ``subset_size``, ``subset_seed`` are left to the caller).
 
     Raises:
         UserError: unknown systems or a missing adapter (``clerk.evaluate.make_systems``), or
@@ -395,7 +405,7 @@ def evaluate_locomo(
     check_system_inputs(conversations, systems)
     _load_models(systems, runtime)
     timelines = [conversation_timeline(conv, cfg.budget, cfg.ledger) for conv in conversations]
-    finals, writes, write_seconds = _write_all(timelines, systems, progress)
+    finals, writes, write_seconds, programs = _write_all(timelines, systems, progress)
 
     predictions: list[dict] = []
     summaries: dict[str, dict] = {}
@@ -407,7 +417,7 @@ def evaluate_locomo(
         predictions += rows
         summaries[name] = _summarize_system(system, rows, writes[name], list(finals[name].values()),
                                             write_seconds[name], read_s)
-    return predictions, summaries
+    return predictions, summaries, programs
 
 
 def transcript_tokens(conv: Conversation, runtime: Runtime) -> int:

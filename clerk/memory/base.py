@@ -221,6 +221,10 @@ class WriteResult:
 
     ``program`` is None for systems that do not write edit programs; the other fields then keep
     their defaults. ``seconds`` is the batch's wall time divided evenly over its personas.
+    ``invalid`` holds ``(position, reason)`` of each op the reducer skipped; ``verdicts`` one entry
+    per op of ``program``: ``"applied"`` or the reducer's rejection code
+    (``clerk.ledger.REJECTION_CODES``); ``text`` the model's output as generated (None for
+    writers without a model).
     """
 
     state: Any
@@ -230,6 +234,8 @@ class WriteResult:
     write_tokens: int = 0
     seconds: float = 0.0
     invalid: list = field(default_factory=list)
+    verdicts: list = field(default_factory=list)
+    text: str | None = None
 
 
 class MemorySystem(abc.ABC):

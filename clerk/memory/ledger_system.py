@@ -86,6 +86,8 @@ class LedgerSystem(MemorySystem):
                 n_invalid=len(report.invalid),
                 write_tokens=prop.write_tokens,
                 invalid=[(pos, reason) for pos, _, reason in report.invalid],
+                verdicts=report.verdicts(n_ops),
+                text=prop.text,
             ))
             assert results[-1].n_invalid <= n_ops
         per = (time.perf_counter() - start) / max(1, len(states))

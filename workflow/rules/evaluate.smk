@@ -22,6 +22,7 @@ rule evaluate:
         metrics="results/eval/{seed}/{split}/metrics.json",
         predictions="results/eval/{seed}/{split}/predictions.jsonl",
         ledgers="results/eval/{seed}/{split}/ledgers.jsonl",
+        programs="results/eval/{seed}/{split}/programs.jsonl.gz",
     log:
         log_path("evaluate", "{seed}_{split}"),
     benchmark:

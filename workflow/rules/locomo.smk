@@ -16,6 +16,8 @@
 # Jobs: `locomo` runs the systems the seed's policy writes (clerk) once per seed; `locomo_shared`
 # runs the others (the base model writes, the one reader reads) once per run
 # (clerk.wiring.locomo_systems). Every job answers the same questions (`locomo.subset_seed`).
+# programs.jsonl.gz (the model writers' text, ops, verdicts and ledgers) holds conversation text:
+# like predictions.jsonl it stays out of git; only metrics.json (counts) is committed.
 
 
 rule locomo:
@@ -24,6 +26,7 @@ rule locomo:
     output:
         metrics="results/locomo/{seed}/metrics.json",
         predictions="results/locomo/{seed}/predictions.jsonl",
+        programs="results/locomo/{seed}/programs.jsonl.gz",
         selection="results/locomo/{seed}/selection.json",
     log:
         log_path("locomo", "{seed}"),
@@ -48,6 +51,7 @@ rule locomo_shared:
     output:
         metrics="results/locomo/shared/metrics.json",
         predictions="results/locomo/shared/predictions.jsonl",
+        programs="results/locomo/shared/programs.jsonl.gz",
         selection="results/locomo/shared/selection.json",
     log:
         log_path("locomo_shared", "shared"),
