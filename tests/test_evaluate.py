@@ -158,6 +158,129 @@ class TestEvaluateEndToEnd:
         assert sorted(first, key=key) == sorted(preds, key=key)
 
 
+class TestProgramsFile:
+    def test_one_line_per_write_of_each_model_writer(self, full_run, workdir):
+        """programs.jsonl.gz holds one closed-loop line per session x persona of each model writer (not
+        the oracle) plus one marked line per teacher-forced rewrite, sorted; every record fits its
+        schema and its ledger is the exact serialization of a valid ledger."""
+        from clerk.evaluate.programs import PROGRAMS_FILE, read_programs
+
+        rows = read_programs(full_run / PROGRAMS_FILE)
+        metrics = json.loads((full_run / "metrics.json").read_text())["systems"]
+        timelines = [json.loads(x) for x in (workdir / "test.jsonl").read_text().splitlines()]
+        n_s = sum(len(tl["sessions"]) for tl in timelines)
+        for row in rows:
+            validate_record("programs", row)
+        closed = [r for r in rows if not r["teacher_forced"]]
+        assert sorted({r["system"] for r in rows}) == ["clerk", "prompted-ledger"]
+        for name in ("clerk", "prompted-ledger"):
+            mine = [r for r in closed if r["system"] == name]
+            keys = {(r["persona"], r["session"]) for r in mine}
+            assert len(mine) == len(keys) == n_s
+            forced = [r for r in rows if r["system"] == name and r["teacher_forced"]]
+            assert len(forced) == metrics[name]["teacher_forced_writes"] and all(r["ledger"] is None for r in forced)
+        order = [(r["system"], r["persona"], r["session"], r["teacher_forced"]) for r in rows]
+        assert order == sorted(order)
+        by_key = {(r["persona"], r["session"]): r for r in closed if r["system"] == "clerk"}
+        for tl in timelines:
+            for session in tl["sessions"]:
+                ledger = L.deserialize(by_key[(tl["name"], session["index"])]["ledger"])
+                assert len(ledger) == tl["budget"]
+                L.validate_ledger(ledger)
+
+    def test_verdicts_agree_with_metrics(self, full_run):
+        """The closed-loop verdicts count exactly the invalid ops of ledgers.jsonl and metrics.json
+        (n_invalid, invalid_op_rate, invalid_reasons); ops and verdicts pair one to one."""
+        from clerk.evaluate.programs import PROGRAMS_FILE, read_programs
+
+        rows = read_programs(full_run / PROGRAMS_FILE)
+        ledger_rows = {(r["system"], r["persona"], r["session"]): r for r in _rows(full_run / "ledgers.jsonl")}
+        metrics = json.loads((full_run / "metrics.json").read_text())["systems"]
+        for name in ("clerk", "prompted-ledger"):
+            mine = [r for r in rows if r["system"] == name and not r["teacher_forced"]]
+            counts: dict[str, int] = {}
+            for row in mine:
+                assert len(row["ops"]) == len(row["verdicts"]) and set(row["verdicts"]) <= {"applied", *L.REJECTION_CODES}
+                rejected = [v for v in row["verdicts"] if v != "applied"]
+                written = ledger_rows[(name, row["persona"], row["session"])]
+                assert (len(row["ops"]), len(rejected)) == (written["n_ops"], written["n_invalid"])
+                assert isinstance(row["text"], str)
+                for code in rejected:
+                    counts[code] = counts.get(code, 0) + 1
+            m = metrics[name]
+            assert m["invalid_reasons"] == {c: counts[c] for c in L.REJECTION_CODES if c in counts}
+            assert sum(counts.values()) / m["n_ops"] == m["invalid_op_rate"]
+        assert metrics["oracle"]["invalid_reasons"] == {} and metrics["full"]["invalid_reasons"] is None
+
+    def test_no_model_writer_no_lines(self, workdir, tmp_path):
+        """A run without model writers writes the file with no line."""
+        from clerk.evaluate.programs import PROGRAMS_FILE, read_programs
+
+        _cli("evaluate", "--timelines", workdir / "test.jsonl", "--model", workdir / "model", "--systems", "oracle",
+             "--reader", "rule", "--out", tmp_path / "o", "--quiet")
+        assert read_programs(tmp_path / "o" / PROGRAMS_FILE) == []
+
+
+class Sloppy(ModelLedgerSystem):
+    """A model writer without a model: it writes the gold program for its own ledger in the program
+    language, then three lines the reducer rejects (an UPDATE of a key no slot holds, an ADD of a
+    key it holds after the gold program, a line of no form), and compiles its text as a model
+    writer does."""
+
+    version = "test"
+    writer_kind = "base"
+
+    def propose(self, states, timelines, sessions):
+        from clerk.generator.gold import gold_program
+        from clerk.program import compile_program, render_program
+
+        out = []
+        for state, tl, session in zip(states, timelines, sessions):
+            program = gold_program(state, session["events"], tl["name"], session["index"])
+            after, _ = L.reduce(state, program, session["index"])
+            held = [slot["p"] for slot in L.occupied(after)]
+            lines = [render_program(state, program)] if program else []
+            lines += ["UPDATE no_such_key x", *([f"ADD {held[0]} again"] if held else []), "please remember this"]
+            text = "\n".join(lines)
+            compiled = compile_program(text, state, tl["name"], session["index"])
+            out.append(Proposal(text, compiled.program, compiled.parse_failed, len(lines)))
+        return out
+
+
+class TestProgramsOfASloppyWriter:
+    def test_records_and_counts(self, workdir, tmp_path):
+        """Rejected lines show in the records as their codes, at their positions; the counts of
+        metrics (invalid_reasons, n_invalid, invalid_op_rate) are the records' verdicts; the file
+        round-trips the records in order."""
+        from clerk.evaluate.programs import read_programs, write_programs
+
+        local = Registry()
+        local.register("sloppy")(Sloppy)
+        timelines = generate(11, "test", personas=3, sessions=4, budget=6)
+        rt = Runtime(EvalConfig(reader="rule"), model_dir=str(workdir / "model"))
+        _, rows, summary, programs = evaluate(timelines, ["sloppy"], rt, registry=local, progress=False)
+        assert len(programs) == len(rows) == 12 and not any(r["teacher_forced"] for r in programs)
+        ledgers = {(r["persona"], r["session"]): r for r in rows}
+        counts: dict[str, int] = {}
+        for record in programs:
+            row = ledgers[(record["persona"], record["session"])]
+            rejected = [v for v in record["verdicts"] if v != "applied"]
+            assert (len(record["ops"]), len(rejected)) == (row["n_ops"], row["n_invalid"])
+            assert record["ops"][-1] == "please remember this" and record["verdicts"][-1] == "unparsed_line"
+            assert "unknown_key" in rejected and record["text"].splitlines()[-1] == "please remember this"
+            for code in rejected:
+                counts[code] = counts.get(code, 0) + 1
+        m = summary["sloppy"]
+        assert m["invalid_reasons"] == {"unparsed_line": 12, "unknown_key": 12, "key_held": counts["key_held"]}
+        assert counts["key_held"] > 0 and sum(counts.values()) / m["n_ops"] == m["invalid_op_rate"]
+        write_programs(tmp_path / "p.jsonl.gz", programs[::-1])
+        first = (tmp_path / "p.jsonl.gz").read_bytes()
+        assert read_programs(tmp_path / "p.jsonl.gz") == sorted(
+            programs, key=lambda r: (r["system"], r["persona"], r["session"], r["teacher_forced"]))
+        write_programs(tmp_path / "p.jsonl.gz", programs)
+        assert (tmp_path / "p.jsonl.gz").read_bytes() == first  # same records, same bytes
+
+
 class TestBaseReaderUnconstrained:
     def test_one_base_reader_and_free_writers(self, workdir, tmp_path):
         """--reader-model base reads every system with the base model (no adapter needed without clerk);
@@ -278,6 +401,9 @@ class TestGarbageWriter:
         assert 0 < m["parse_failure_rate"] < 1
         assert max(r["n_ops"] for r in ledger_rows) == 300
         assert all(r["n_invalid"] <= r["n_ops"] for r in ledger_rows)
+        assert sum(m["invalid_reasons"].values()) == sum(r["n_invalid"] for r in ledger_rows)
+        assert {"not_an_object", "unknown_op", "budget_full"} <= set(m["invalid_reasons"])
+        assert programs == []  # no writer_kind: not a model writer, so no programs lines
         assert len(preds) == sum(len(s["questions"]) for tl in timelines for s in tl["sessions"])
 
 
@@ -386,6 +512,13 @@ class TestTeacherForced:
         # keyed on facts alone would reuse a prompt that is not the teacher-forced one).
         assert 0 < m["teacher_forced_writes"] < len(rows) and same_facts_other_ledger > 0
         assert len(Drifting.PROMPTS) == len(rows) + m["teacher_forced_writes"]
+        # The programs records: one closed-loop line per write, one marked line per rewrite, whose
+        # ops are the program written from the gold ledger.
+        assert len(programs) == len(rows) + m["teacher_forced_writes"]
+        for record in programs:
+            if record["teacher_forced"]:
+                session = by_name[record["persona"]]["sessions"][record["session"]]
+                assert record["ops"] == writer.program(session["ledger_before"], by_name[record["persona"]], session)
         assert m["op_teacher_forced"] == micro_op_scores(forced)
         assert m["op_teacher_forced"]["f1"] > m["op"]["f1"]  # drift costs the closed loop; forcing removes it
 
