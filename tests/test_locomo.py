@@ -746,6 +746,63 @@ class TestEvaluateLocomo:
             else:
                 assert s["parse_failure_rate"] is None and s["n_ops"] is None
 
+    def test_programs_file(self, run):
+        """programs.jsonl.gz holds one line per conversation-session of each model writer (clerk,
+        prompted-ledger), whose verdicts count the invalid ops of metrics.json; metrics.json gains
+        only counts by rejection code."""
+        from clerk import ledger as L
+        from clerk.evaluate.programs import PROGRAMS_FILE, read_programs
+        from clerk.evaluate.schemas import validate_record
+
+        rows = read_programs(run / PROGRAMS_FILE)
+        metrics = json.loads((run / "metrics.json").read_text(encoding="utf-8"))["systems"]
+        sessions = {(c.conv_id, s.index) for c in load_locomo(PERCENA) for s in c.sessions}
+        assert len(sessions) == 5
+        for name in ("clerk", "prompted-ledger"):
+            mine = [r for r in rows if r["system"] == name]
+            assert {(r["persona"], r["session"]) for r in mine} == sessions and len(mine) == 5
+            for row in mine:
+                validate_record("programs", row)
+                assert not row["teacher_forced"] and len(row["ops"]) == len(row["verdicts"])
+                assert len(L.deserialize(row["ledger"])) == 12
+            rejected = [v for r in mine for v in r["verdicts"] if v != "applied"]
+            s = metrics[name]
+            assert sum(s["invalid_reasons"].values()) == len(rejected) and set(s["invalid_reasons"]) <= set(L.REJECTION_CODES)
+            assert s["invalid_op_rate"] == (len(rejected) / s["n_ops"] if s["n_ops"] else 0.0)
+            assert all(type(n) is int for n in s["invalid_reasons"].values())
+        assert {r["system"] for r in rows} == {"clerk", "prompted-ledger"}
+        assert metrics["full"]["invalid_reasons"] is None and metrics["summary-rag"]["invalid_reasons"] is None
+
+    def test_rejections_counted_by_code(self, workdir):
+        """A writer whose lines the reducer rejects: each rejection is in its record as its code, and
+        metrics counts them by code."""
+        from clerk.memory import Proposal, Registry
+        from clerk.memory.ledger_system import ModelLedgerSystem
+        from clerk.program import compile_program
+
+        class Repeating(ModelLedgerSystem):
+            version = "test"
+            writer_kind = "base"
+
+            def propose(self, states, timelines, sessions):
+                text = "ADD hobby violin\nUPDATE pet_name Rex\nADD hobby violin\nnote to self"
+                return [Proposal(text, compile_program(text, state, tl["name"], session["index"]).program)
+                        for state, tl, session in zip(states, timelines, sessions)]
+
+        local = Registry()
+        local.register("repeating")(Repeating)
+        runtime = Runtime(LocomoEvalConfig(reader_model="base"), model_dir=str(workdir / "model"))
+        conversations = load_locomo(PERCENA)
+        _, summary, programs = evaluate_locomo(conversations, ["repeating"], runtime, registry=local, progress=False)
+        first = {c.conv_id: c.sessions[0].index for c in conversations}
+        for record in programs:
+            held = record["session"] != first[record["persona"]]
+            assert record["verdicts"] == ["key_held" if held else "applied", "unknown_key", "key_held", "unparsed_line"]
+        n = len(programs)
+        assert summary["repeating"]["invalid_reasons"] == {
+            "unparsed_line": n, "unknown_key": n, "key_held": 2 * n - len(first)}
+        assert summary["repeating"]["invalid_op_rate"] == (4 * n - len(first)) / (4 * n)
+
     def test_full_truncation_recorded(self, workdir):
         """A view budget below the conversation's length truncates the full view and records it."""
         runtime = Runtime(LocomoEvalConfig(max_read_tokens=40, reader_model="base"), model_dir=str(workdir / "model"))
