@@ -3,11 +3,11 @@
 Definitions: *stale error* = the chosen option is a value the fact held earlier
 (``generator.stale_answers``): on a ``superseded`` question an earlier value, on a ``negated``
 question a value of the retracted fact. ``stale_error_rate`` is over superseded questions (SPEC
-§6); ``stale_error_rate_negated`` over negated ones. *Invalid-op rate* = invalid ops / predicted ops, and
-``invalid_reasons`` the invalid ops per rejection code (``clerk.ledger.REJECTION_CODES``); *parse-failure rate* =
-writes whose text held no JSON list / writes. *Read tokens* = tokens of the view text under the
-reader's tokenizer (the answer prompt's frame and question are the same for every system and
-not counted). *Write tokens* = generated tokens per session (0 for non-model writers). *Drift
+§6); ``stale_error_rate_negated`` over negated ones. *Invalid-op rate* = invalid ops / predicted ops;
+``invalid_reasons`` = invalid ops per rejection code (``clerk.ledger.REJECTION_CODES``, SPEC §1.3);
+*parse-failure rate* = writes whose text held no JSON list / writes. *Read tokens* = tokens of
+the view text under the reader's tokenizer (the answer prompt's frame and question are the same
+for every system and not counted). *Write tokens* = generated tokens per session (0 for non-model writers). *Drift
 rate* = writes whose own ledger before the session differed from the gold one / writes;
 *teacher-forced* op scores = the same scores with every session written from the gold ledger
 (:mod:`clerk.evaluate.teacher`).
