@@ -236,10 +236,10 @@ def evaluate(
     def wrote(name, system, tl, session, before, result):
         if system.is_ledger:
             ledger_rows.append(ledger_row(name, tl, session, system.ledger(before), result))
-        if is_model_writer(system):
-            program_rows.append(program_row(name, tl["name"], session["index"], result))
         else:
             write_tokens[name].append(result.write_tokens)
+        if is_model_writer(system):
+            program_rows.append(program_row(name, tl["name"], session["index"], result))
 
     def forced(name, system, batch, sessions, before, results):
         if name not in cfg.teacher_forced:
