@@ -12,7 +12,7 @@ from transformers import DynamicCache
 
 import clerk.models.decoding as dec
 from clerk.models.loading import chat_prompt, load_model
-from clerk.scoring.prefix import _fork_cache
+from clerk.models.prefix import _fork_cache
 
 new_fn = dec._preallocated_cache
 def old_fn(capacity, prefix=None):

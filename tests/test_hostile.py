@@ -21,8 +21,8 @@ from clerk import ledger as L
 from clerk.cli import main as clerk_main
 from clerk.errors import UserError
 from clerk.memory.forgetting import scrub_session
+from clerk.scrub import REDACTED, redact, value_pattern
 from clerk.store import ConcurrentPublish, StoreError, UnknownSubject, open_store
-from clerk.store.scrub import REDACTED, redact, value_pattern
 from clerk.store.sql import DATA_TABLES
 
 pg_server = pytest.fixture(scope="module")(pg_kit.serve)

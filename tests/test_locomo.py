@@ -43,10 +43,10 @@ from clerk.locomo.files import FORMAT_LOCOMO10, FORMAT_PERCENA, detect_format, l
 from clerk.locomo.locomo10 import NOT_MENTIONED, SOURCE_LOCAL, build_mc_options, load_locomo10
 from clerk.locomo.percena import SOURCE_PERCENA, conv_id_from_question_id, load_percena
 from clerk.locomo.subsets import stratified_subset, summarize
-from clerk.locomo.table2 import table2
 from clerk.memory import Runtime
 from clerk.memory.summary_rag import SummaryRagMemory
 from clerk.memory.text import session_lines
+from clerk.report.locomo import table2
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "locomo"
@@ -875,7 +875,7 @@ class TestWorkflow:
 
 
 class TestPairedLocomo:
-    """clerk minus each other system on the same non-adversarial LoCoMo questions (clerk.locomo.paired)."""
+    """clerk minus each other system on the same non-adversarial LoCoMo questions (clerk.report.locomo_paired)."""
 
     @staticmethod
     def _job(root, name, seed, answers):
@@ -889,7 +889,7 @@ class TestPairedLocomo:
         return job / "predictions.jsonl"
 
     def test_shared_systems_pair_with_every_seed_and_adversarial_questions_do_not_count(self, tmp_path):
-        from clerk.locomo.paired import locomo_paired_rows
+        from clerk.report.locomo_paired import locomo_paired_rows
 
         qs = [f"q{i}" for i in range(1, 31)]
         files = [self._job(tmp_path, "137", 137, {"clerk": {q: True for q in qs}}),
@@ -905,7 +905,7 @@ class TestPairedLocomo:
     def test_input_order_does_not_move_the_interval(self, tmp_path):
         """The bootstrap draws index the units, so they are sorted: the file order must not matter
         (the shipped run's table 2 moved in the third decimal when the same files came in glob order)."""
-        from clerk.locomo.paired import locomo_paired_rows
+        from clerk.report.locomo_paired import locomo_paired_rows
 
         qs = [f"q{i}" for i in range(1, 31)]
         files = [self._job(tmp_path, "137", 137, {"clerk": {q: int(q[1:]) % 2 == 0 for q in qs}}),
@@ -915,7 +915,7 @@ class TestPairedLocomo:
 
     def test_a_machine_margin_makes_a_small_lead_inconclusive(self, tmp_path):
         """With paper/tolerances.yaml the interval must clear zero by the declared LoCoMo spread."""
-        from clerk.locomo.paired import PAIRED_TABLE, locomo_paired_rows
+        from clerk.report.locomo_paired import PAIRED_TABLE, locomo_paired_rows
         from clerk.report.paired import machine_margin
 
         margin = machine_margin(str(ROOT / "paper" / "tolerances.yaml"), PAIRED_TABLE)
@@ -930,7 +930,7 @@ class TestPairedLocomo:
     def test_table_needs_predictions_and_paired_out_together(self, tmp_path):
         from types import SimpleNamespace
 
-        from clerk.locomo.table2 import main_table
+        from clerk.report.locomo import main_table
 
         with pytest.raises(UserError, match="--predictions and --paired-out go together"):
             main_table(SimpleNamespace(metrics=[], out="o.csv", markdown=None, predictions=["p"], paired_out=None))

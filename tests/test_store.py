@@ -11,10 +11,10 @@ import pg_kit
 import pytest
 
 import clerk.store
+from clerk import scrub as scrub_module
 from clerk.errors import UserError
 from clerk.store import ConcurrentPublish, StaleGeneration, StoreError, UnknownSubject, open_store
 from clerk.store import base as base_module
-from clerk.store import scrub as scrub_module
 
 pg_server = pytest.fixture(scope="module")(pg_kit.serve)
 

@@ -42,7 +42,7 @@ from clerk.generator.forgets import draw_forget, forget_sessions, record_values
 from clerk.generator.gold import gold_program
 from clerk.generator.questions import ask_questions
 from clerk.generator.truth import Fact, apply_truth
-from clerk.store.scrub import free_predicate
+from clerk.scrub import free_predicate
 
 #: Kinds of the events a session states (its gold program adds EVICT ops).
 EVENT_KINDS = ("ADD", "UPDATE", "TOMBSTONE")

@@ -275,7 +275,7 @@ class Store(abc.ABC):
         the same transaction, and the call returns only once that transaction is durable.
 
         A slot of another predicate of this subject whose value holds a forgotten value (as text,
-        any case or Unicode normal form: :mod:`clerk.store.scrub`) is freed too, and such a ``prev`` cleared: a learned writer can file a
+        any case or Unicode normal form: :mod:`clerk.scrub`) is freed too, and such a ``prev`` cleared: a learned writer can file a
         value under the wrong predicate, and the value must still leave the ledger (SPEC §9).
         Not erased: other subjects.
         """

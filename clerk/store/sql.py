@@ -28,8 +28,8 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from clerk import ledger as L
+from clerk import scrub
 from clerk.errors import UserError
-from clerk.store import scrub
 from clerk.store.base import (
     ConcurrentPublish,
     ForgetReport,

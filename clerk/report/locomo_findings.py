@@ -1,6 +1,6 @@
 """What table 2 shows, in words: the paragraph the paper prints under the LoCoMo tables (SPEC §7).
 
-Every number comes from the per-job ``metrics.json`` rows of :func:`clerk.locomo.table2.table2_rows`
+Every number comes from the per-job ``metrics.json`` rows of :func:`clerk.report.locomo.table2_rows`
 (so from the same files as table 2); the fixed sentences state what the instrument and the data
 are (the reader's abstention answer, the benchmark's known flaws) and appear only when the numbers
 they explain are there.

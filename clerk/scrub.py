@@ -19,7 +19,7 @@ longer word ("cat" in "relocated"): erasure errs on the side of removing too muc
 study's *leak measure* counts whole words instead (``words=True``, see :class:`ValueMatcher`), so
 it does not charge a system for "pho" inside "phone".
 
-    python -m doctest clerk/store/scrub.py -v
+    python -m doctest clerk/scrub.py -v
 """
 
 from __future__ import annotations
