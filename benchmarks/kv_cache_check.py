@@ -1,6 +1,6 @@
 """Writer KV cache: the preallocated cache (clerk.models.decoding._preallocated_cache) vs the concatenating
 DynamicCache it replaced, on one loaded model, interleaved in 2 rounds; prints whether the greedy
-outputs are identical and the seconds of each (issue 45, benchmarks/numerics.md).
+outputs are identical and the seconds of each (benchmarks/numerics.md).
 
     python benchmarks/kv_cache_check.py float32 resources/cache/smollm2-135m
 """

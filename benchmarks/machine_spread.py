@@ -1,4 +1,5 @@
-"""The spread between two runs of the same recipe on two machines, per tolerance rule (issue 49).
+"""The spread between two runs of the same recipe on two machines, per tolerance rule (what
+`paper/tolerances.yaml` declares for a rerun on another CPU kind).
 
 Reads two results folders (the same code and config, run on two CPU kinds), compares every paper
 number and table cell as ``clerk compare`` does, and for each rule of ``paper/tolerances.yaml``

@@ -1,4 +1,4 @@
-"""Bad input to every verb that reads a file, driven as a user would (issue 48).
+"""Bad input to every verb that reads a file, driven as a user would.
 
 Each file argument gets a missing path, an empty file, a truncated one, one of the wrong shape
 ("mistyped"), bytes that are not UTF-8 and a folder. The verb must answer with exit status 2 and

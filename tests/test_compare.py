@@ -1,4 +1,4 @@
-"""Tests for reproducing a run (issue 14): ``clerk compare``, its tolerances file and the CPU
+"""Tests for reproducing a run: ``clerk compare``, its tolerances file and the CPU
 numerics pins model jobs start with.
 
 The compare tests copy the shipped ``results/`` tree, change one number, and run the real verb.
@@ -169,7 +169,7 @@ class TestNumericsPins:
 
     @pytest.mark.parametrize("mode", ["pinned", "strict"])
     def test_kernel_dispatch_is_not_pinned_to_avx2(self, mode):
-        """No mode pins ATen to AVX2 any more (issue 45: no cross-machine identity, and it broke bf16)."""
+        """No mode pins ATen to AVX2 any more (it gave no cross-machine identity, and it broke bf16)."""
         environ = {NUMERICS_SWITCH: mode}
         apply_reproducible_numerics(environ)
         assert "ATEN_CPU_CAPABILITY" not in environ and environ["MKL_CBWR"]

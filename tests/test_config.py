@@ -63,7 +63,7 @@ BAD_CONFIGS = [
     ("train.curve_sessions", -1, "config.train.curve_sessions: -1 is less than the minimum of 0"),
     ("evaluate.constrained", "yes", "config.evaluate.constrained: 'yes' is not of type 'boolean'"),
     ("evaluate.baseline_reader", "base", "config.evaluate: Additional properties are not allowed ('baseline_reader' was unexpected)"),
-    # The eviction-pressure slice and the teacher-forced writers (issue 46).
+    # The eviction-pressure slice and the teacher-forced writers.
     ("data.test.evict_personas", -1, "config.data.test.evict_personas: -1 is less than the minimum of 0"),
     ("data.test_ood.evict_personas", 2.0, "config.data.test_ood.evict_personas: 2.0 is a float, not an integer (write 2)"),
     ("data.test.evict_adds", [4, 3], "config.data.test.evict_adds: [4, 3] has low 4 above high 3 "

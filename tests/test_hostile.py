@@ -1,4 +1,4 @@
-"""Hostile input to the library (issue 48): erasure of values written without spaces, in another
+"""Hostile input to the library: erasure of values written without spaces, in another
 script or normal form; forgets aimed at the wrong store or subject; names that are not UTF-8;
 Python API edges (ledger ``now``, huge indices, generator values, a string session, adversarial
 program text).

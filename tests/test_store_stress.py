@@ -118,7 +118,7 @@ class TestHarness:
     def test_sessions_state_values_in_every_form_and_the_judge_sees_them(self):
         """Statements with spaces, without any (Japanese), against an underscore, in NFC and NFD,
         with CJK and accented values: the judge finds each one, so a redaction that misses one
-        shows up as a resurrection (issue 48: the old word-boundary redaction did)."""
+        shows up as a resurrection (the old word-boundary redaction did)."""
         import unicodedata
 
         rng, forms, nfd, scripts = random.Random(0), set(), 0, set()

@@ -656,7 +656,7 @@ class TestWorkflowDryRun:
 
 def test_paired_verdict_needs_to_clear_the_machine_spread():
     """A paired difference is conclusive only when its bootstrap interval clears zero by more than
-    the declared machine spread of the bounds (issue 49); the margin comes from tolerances.yaml."""
+    the declared machine spread of the bounds; the margin comes from tolerances.yaml."""
     from clerk.provenance.compare import load_tolerances, rule_for
     from clerk.report.paired import machine_margin, not_conclusive_reason, paired_from_units
 

@@ -386,7 +386,7 @@ class TestBenchCli:
 
 
 class TestPrecision:
-    """Issue 45: ``--precision auto|fp32|bf16-frozen``."""
+    """The precision modes: ``--precision auto|fp32|bf16-frozen``."""
 
     @pytest.mark.parametrize("units, expected", [(False, "fp32"), (True, "bf16-frozen")])
     def test_auto_follows_bf16_units(self, monkeypatch, units, expected):

@@ -1,6 +1,6 @@
 """``prompted-ledger``: the untrained base model writes programs from a few-shot prompt and reads the ledger.
 
-Every advantage that is not training (issue: "trained beats prompted" must be a claim about
+Every advantage that is not training (so that "trained beats prompted" is a claim about
 training): instructions and worked examples in the style of Mem0's memory-update prompt
 (``prompts.PROMPTED_SYSTEM``/``PROMPTED_EXAMPLES``), the same program language and, when the
 evaluation constrains decoding, the same grammar as the trained policy. The instructions and

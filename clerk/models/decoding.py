@@ -24,7 +24,7 @@ def _cache_kwarg(model) -> str:
 
 def _preallocated_cache(capacity: int, prefix=None):
     """A ``DynamicCache`` whose layers write each step's keys/values into a buffer of ``capacity``
-    positions instead of growing by concatenation (issue 45: ``aten::cat`` of the growing cache,
+    positions instead of growing by concatenation (``aten::cat`` of the growing cache,
     the shared few-shot prefix included, was 74 % of the prompted-ledger decode's profiled time).
 
     Each layer's buffer is allocated at its first update, for that update's batch, and takes a

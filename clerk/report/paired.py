@@ -16,8 +16,8 @@ independent intervals. For each (split, system) this table gives the accuracy di
 ``conclusive`` is true when the bootstrap interval excludes zero by more than ``margin``: the
 largest change of a bootstrap bound between two CPU kinds, as ``paper/tolerances.yaml`` declares
 it for ``table_paired.csv:boot_low`` / ``boot_high`` (``--tolerances``; measured in
-``benchmarks/machine-spread.md``), so that a verdict holds at both ends of the machine spread
-(issue 49). Without ``--tolerances`` the margin is 0. The paper's claims follow it.
+``benchmarks/machine-spread.md``), so that a verdict holds at both ends of the machine spread.
+Without ``--tolerances`` the margin is 0. The paper's claims follow it.
 
     clerk table-paired --predictions results/eval/*/test/predictions.jsonl results/eval/*/test_ood/predictions.jsonl \\
         --out results/table_paired.csv --markdown results/table_paired.md
