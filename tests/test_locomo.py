@@ -511,11 +511,17 @@ class TestCli:
         assert sorted(p.name for p in tmp_path.iterdir()) == []
 
     def test_selection_written(self, workdir, tmp_path):
-        """With data, the stratified selection is recorded next to the results."""
-        out = tmp_path / "out"
-        clerk_main(["locomo", "--data", str(LOCOMO10), "--model", str(workdir / "model"), "--out", str(out),
+        """With data, the stratified selection is recorded next to the results; a data file outside the
+        working directory is named by its file name only (no folder of this machine in the results)."""
+        out, data = tmp_path / "out", tmp_path / "elsewhere" / LOCOMO10.name
+        data.parent.mkdir()
+        data.write_bytes(LOCOMO10.read_bytes())
+        clerk_main(["locomo", "--data", str(data), "--model", str(workdir / "model"), "--out", str(out),
                     "--max-questions", "5", "--seed", "3", "--systems", "summary-rag", "--reader-model", "base", "--quiet"])
         sel = json.loads((out / "selection.json").read_text(encoding="utf-8"))
+        metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+        assert sel["data_file"] == sel["config"]["path"] == metrics["input"]["path"] == LOCOMO10.name
+        assert str(tmp_path) not in (out / "selection.json").read_text() + (out / "metrics.json").read_text()
         assert sel["questions"] == 5 and sel["sources"] == [SOURCE_LOCAL]
         assert sel["per_category"] == {c: 1 for c in CATEGORIES}
         assert sel["config"]["systems"] == ["summary-rag"]

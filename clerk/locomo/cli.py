@@ -35,6 +35,7 @@ from clerk.locomo.files import (
     PERCENA_REPO_ID,
     detect_format,
     load_locomo,
+    recorded_path,
     resolve_locomo_path,
     sha256_file,
 )
@@ -72,11 +73,11 @@ def _selection(cfg: LocomoConfig, data: Path, sha: str, sources: list[str], chos
                selected: list[Conversation]) -> dict[str, Any]:
     """``selection.json``: which questions, from which file."""
     return {
-        "data_file": str(data),
+        "data_file": recorded_path(data),
         "data_sha256": sha,
         "format": detect_format(data),
         "sources": sources,
-        "config": dataclasses.asdict(cfg) | {"path": str(data), "systems": list(cfg.systems)},
+        "config": dataclasses.asdict(cfg) | {"path": recorded_path(data), "systems": list(cfg.systems)},
         "questions": len(chosen),
         "per_category": count_by_category(chosen),
         "adversarial": sum(q.adversarial for q in chosen),
@@ -89,7 +90,7 @@ def _input_record(data: Path, selection: dict, conversations: list[Conversation]
                   runtime: Runtime) -> dict[str, Any]:
     """The ``input`` field of ``metrics.json``: the data file, its sizes, per-conversation tokens."""
     return {
-        "path": str(data), "format": selection["format"], "source": selection["sources"][0],
+        "path": recorded_path(data), "format": selection["format"], "source": selection["sources"][0],
         "sha256": selection["data_sha256"],
         "n_conversations": len(conversations), "n_questions": len(all_questions(conversations)),
         "conversations": [
