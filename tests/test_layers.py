@@ -68,7 +68,7 @@ def _stage(name: str, stages=STAGES) -> int | None:
 
 
 def _upward(graph: dict[str, set[str]], stages=STAGES) -> list[str]:
-    """Every import chain from a module to a module of a later stage, shortest first, as
+    """Every import chain from a module to a module of a later stage (the shortest one to each), as
     ``a -> b -> c (stage x imports stage y)``. Checked at every depth: a chain that climbs has a
     first link that climbs, and the chain up to it is reported."""
     found = []
