@@ -17,7 +17,7 @@ class ClerkMemory(ModelLedgerSystem):
     writer_kind = "adapter"
 
 
-# Last in tables: it is no row of table 1 (it is scored on validation by the learning curve).
+# Ordered after table 1's systems: it is none of them (config/config.yaml, evaluate.systems).
 @register_memory("clerk-unconstrained", order=90, benchmarks=(SYNTHETIC,), view_kind=LEDGER_VIEW)
 class UnconstrainedClerkMemory(ClerkMemory):
     """The same trained policy decoded without the program grammar: what constrained decoding adds

@@ -56,7 +56,8 @@ class SummaryState:
     index: Any = None
 
 
-# LoCoMo only: synthetic sessions have no summaries (its view would be empty), so no answer view either.
+# LoCoMo only (after full in table 2): synthetic sessions have no summaries (its view would be empty),
+# so the reader is not trained on its view either.
 @register_memory("summary-rag", order=100, benchmarks=(LOCOMO,))
 class SummaryRagMemory(MemorySystem):
     """BM25 over session summaries; the reader is the base model (``--reader-model``)."""
