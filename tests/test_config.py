@@ -183,12 +183,12 @@ class TestValidateConfig:
 
     def test_answer_view_kinds_are_the_readers_views(self):
         """The view kinds config may name are exactly those clerk.memory.views builds."""
-        from clerk.memory.views import VIEW_KINDS
+        from clerk.memory import MEMORY_REGISTRY
 
-        assert registry_enums()["view_kind"] == list(VIEW_KINDS)
+        assert registry_enums()["view_kind"] == MEMORY_REGISTRY.view_kinds()
         for profile in PROFILES:
             views = yaml.safe_load((ROOT / profile).read_text()).get("sft", {}).get("answer_views", {})
-            assert set(views) <= set(VIEW_KINDS), profile
+            assert set(views) <= set(MEMORY_REGISTRY.view_kinds()), profile
 
 
 class TestRegistryBackedNames:

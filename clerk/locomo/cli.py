@@ -26,7 +26,6 @@ from clerk.locomo.evaluation import (
     LOCOMO_SCHEMAS,
     LocomoEvalConfig,
     evaluate_locomo,
-    locomo_registry,
     transcript_tokens,
     write_jsonl,
 )
@@ -65,7 +64,7 @@ def _prepare(args: argparse.Namespace) -> tuple[LocomoConfig, Path, LocomoEvalCo
                             reader_model=args.reader_model, reader_pmi=args.reader_pmi,
                             max_read_tokens=args.max_read_tokens, dtype=args.dtype)
     runtime = Runtime(ecfg, model_dir=args.model, adapter_dir=args.adapter, reader_adapter_dir=args.reader_adapter)
-    make_systems(list(cfg.systems), runtime, locomo_registry())  # fail on names/adapter before loading
+    make_systems(list(cfg.systems), runtime)  # fail on names/adapter before loading
     return cfg, data, ecfg, runtime
 
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 from clerk import ledger as L
 from clerk import prompts
 from clerk.memory.ledger_system import ModelLedgerSystem
-from clerk.memory.registry import register_memory
+from clerk.memory.registry import LEDGER_VIEW, LOCOMO, SYNTHETIC, register_memory
 
 
-@register_memory("prompted-ledger")
+@register_memory("prompted-ledger", order=30, benchmarks=(SYNTHETIC, LOCOMO), view_kind=LEDGER_VIEW)
 class PromptedLedgerMemory(ModelLedgerSystem):
     """Few-shot ledger writing by the base model: isolates what training adds over prompting."""
 

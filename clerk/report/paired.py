@@ -31,12 +31,13 @@ from pathlib import Path
 from typing import Any
 
 from clerk.errors import UserError
+from clerk.memory.registry import MEMORY_REGISTRY
 from clerk.report.stats import CI_LEVEL, aggregate
 from clerk.report.systems import SYSTEM_ORDER
 from clerk.report.tabular import markdown_table, ordered, write_csv, write_text
 
-#: The system every other is compared with.
-REFERENCE = "clerk"
+#: The system every other is compared with (the one the registry declares the reference: clerk).
+REFERENCE = MEMORY_REGISTRY.reference()
 #: Resamples of the persona bootstrap and its seed.
 N_BOOT = 10_000
 BOOT_SEED = 20261201

@@ -20,6 +20,7 @@ import math
 from typing import Any
 
 from clerk.errors import UserError
+from clerk.memory.registry import MEMORY_REGISTRY
 from clerk.report.tabular import markdown_table, mean_pm, ordered, read_json, seed_note
 
 #: Question types in the order the tables and figures list them (SPEC §2).
@@ -41,8 +42,9 @@ SYSTEM_METRICS = (
 )
 #: Group columns of the systems table (``reader`` is constant per system; a change shows as a new row).
 SYSTEM_KEYS = ("split", "system", "reader", "is_ledger")
-#: Row order of systems where no config order is at hand (the SPEC §6 table order).
-SYSTEM_ORDER = ("clerk", "oracle", "prompted-ledger", "full", "window", "rag", "add-only", "null")
+#: Row order of systems where no config order is at hand (the SPEC §6 table order): the order each
+#: system declares in the registry.
+SYSTEM_ORDER = tuple(MEMORY_REGISTRY.in_order())
 #: How the tables name a reader (:func:`reader_label`).
 READER_LABELS = {"mc:adapter": "trained adapter", "mc:reader": "reader adapter", "mc:base": "base model",
                  "rule": "exact rule"}
