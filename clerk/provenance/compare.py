@@ -188,10 +188,14 @@ def _judge(kind: str, name: str, shipped: Any, rerun: Any, rule: Rule) -> Item:
     return Item(kind, name, shipped, rerun, "within" if within else "different", rule)
 
 
-def compare_table(rel: str, shipped: Table | None, rerun: Table | None, rules: list[Rule],
+def compare_table(rel: str, shipped: Table | None, rerun: Table | None, spec: Tolerances,
                   seeds: tuple[set[str], set[str]]) -> tuple[list[Item], list[tuple[str, str, str]]]:
     """Every cell of one CSV, rows matched by key; a file or row on one side only is one
-    ``missing`` item. Also the ``(file, why, row)`` of each shipped row left out (:mod:`cells`)."""
+    ``missing`` item. Also the ``(file, why, row)`` of each shipped row left out (:mod:`cells`);
+    with other seeds in the rerun, a column of ``seed_set`` (a count over the whole run) is skipped."""
+    rules = spec.rules
+    whole = {c for c in (shipped.header if shipped else []) if seeds[0] != seeds[1]
+             and any(fnmatch.fnmatchcase(f"{rel}:{c}", p) for p in spec.seed_set)}
     if shipped is not None and rerun is None and (why := file_skip(rel, *seeds)):
         return ([Item("cell", f"{rel}[{shipped.label(r)}]:{c}", r[c], None, "skipped", family=f"{rel}:{c}", row=r)
                  for r in shipped.rows for c in shipped.header], [(rel, why, shipped.label(r)) for r in shipped.rows])
@@ -208,6 +212,11 @@ def compare_table(rel: str, shipped: Table | None, rerun: Table | None, rules: l
             items.append(Item("cell", f"{rel}[{label}]", "row" if a else None, "row" if b else None, "missing", row=a or b))
         else:
             for col in header:
+                if col in whole:
+                    items.append(Item("cell", f"{rel}[{label}]:{col}", a.get(col), b.get(col), "skipped",
+                                      family=f"{rel}:{col}", row=a))
+                    skipped.append((f"{rel}:{col}", "a count over the run's whole seed set", label))
+                    continue
                 item = _judge("cell", f"{rel}[{label}]:{col}", a.get(col), b.get(col), rule_for(rules, f"{rel}:{col}", a))
                 item.family, item.row = f"{rel}:{col}", a
                 items.append(item)
@@ -244,7 +253,7 @@ def compare_numbers(shipped: dict, rerun: dict, spec: Tolerances, tables: dict[s
             rel, col, row = cell
             label = tables[rel].label(row)
             rule, family = rule_for(spec.rules, f"{rel}:{col}", row), f"{rel}:{col}"
-            why = cell_status.get((rel, label))
+            why = cell_status.get((rel, label)) or cell_status.get((f"{rel}:{col}", label))
         else:
             rule, family, row, why = rule_for(spec.rules, nid), nid, None, None
             if seeds_differ and any(fnmatch.fnmatchcase(nid, p) for p in spec.seed_set):
@@ -318,7 +327,7 @@ def compare_trees(shipped_dir: Path, rerun_dir: Path, spec: Tolerances) -> Compa
     seeds = (seeds_of(ours), seeds_of(theirs))
     cells, skipped = [], []
     for rel in sorted(set(ours) | set(theirs)):
-        got, why = compare_table(rel, ours.get(rel), theirs.get(rel), spec.rules, seeds)
+        got, why = compare_table(rel, ours.get(rel), theirs.get(rel), spec, seeds)
         cells += got
         skipped += why
     status = {(rel, label): why for rel, why, label in skipped}
