@@ -63,7 +63,8 @@ def _numeric(value: str) -> bool:
 
 def key_columns(rel: str, header: list[str], rows: list[dict[str, str]], declared: dict[str, list[str]]) -> list[str]:
     """The key of a CSV: its declared ``keys:`` entry (the first pattern matching ``rel``), else
-    every non-numeric column but ``seeds``, plus ``seed``.
+    every non-numeric column but ``seeds``, plus ``seed``, plus integer columns left to right
+    until the rows differ.
 
     >>> key_columns("t.csv", ["system", "seed", "acc"], [{"system": "a", "seed": "1", "acc": "0.5"}], {})
     ['system', 'seed']
@@ -81,11 +82,20 @@ def key_columns(rel: str, header: list[str], rows: list[dict[str, str]], declare
             break
     if key is None:
         key = [c for c in header if c == SEED or (c != SEEDS and not all(_numeric(r[c]) for r in rows))]
-    seen = [tuple(r.get(k, "") for k in key) for r in rows]
-    if len(set(seen)) != len(seen):
+        for col in header:  # integer columns (a step, a session), left to right, until the rows differ
+            if _unique(rows, key):
+                break
+            if col not in key and rows and all(r[col].strip().lstrip("-").isdigit() for r in rows):
+                key.append(col)
+    if not _unique(rows, key):
         raise UserError(f"{rel}: key ({', '.join(key) or 'no column'}) does not tell its rows apart; "
                         f"declare its key columns under 'keys:' in the tolerances file")
     return key
+
+
+def _unique(rows: list[dict[str, str]], key: list[str]) -> bool:
+    seen = [tuple(r.get(k, "") for k in key) for r in rows]
+    return len(set(seen)) == len(seen)
 
 
 def load_tables(root: Path, declared: dict[str, list[str]]) -> dict[str, Table]:

@@ -85,7 +85,7 @@ def verdict_claims(found: Comparison) -> list[Claim]:
 def _ranking(rows: dict[str, dict], theirs: dict[str, dict], rel: str, column: str, rules: list[Rule]) -> tuple[str, str]:
     """``(status, detail)`` of one ranking: shipped systems in ``rows``, rerun ones in ``theirs``."""
     order = sorted(rows, key=lambda s: -_f(rows[s][column]))
-    claimed, broken = 0, []
+    claimed, broken, absent = 0, [], 0
     for a, b in combinations(order, 2):
         gap = _f(rows[a][column]) - _f(rows[b][column])
         margin = rule_for(rules, f"{rel}:{column}", rows[a]).abs + rule_for(rules, f"{rel}:{column}", rows[b]).abs
@@ -94,13 +94,14 @@ def _ranking(rows: dict[str, dict], theirs: dict[str, dict], rel: str, column: s
         claimed += 1
         if a not in theirs or b not in theirs:
             broken.append(f"{a} > {b}: {a if a not in theirs else b} missing from the rerun")
+            absent += 1
             continue
         now = _f(theirs[a][column]) - _f(theirs[b][column])
         if not now > 0:
             broken.append(f"{a} > {b} (shipped gap {gap:+.3f}, margin {margin:.3f}; rerun gap {now:+.3f})")
     text = f"{' > '.join(order)}; {claimed} pair(s) apart by more than their two tolerances"
     if broken:
-        return "failed", f"{text}, {len(broken)} reversed: " + "; ".join(broken)
+        return ("missing" if absent == len(broken) else "failed"), f"{text}, {len(broken)} not in order: " + "; ".join(broken)
     return "holds", f"{text}, every one in order in the rerun"
 
 
