@@ -17,7 +17,12 @@ declared one covers the pair records. Text cells that differ (a flipped ``conclu
 tolerance is below a pair record's spread. The Markdown it writes is the record the tolerances cite:
 
     python benchmarks/machine_spread.py --pair "A: ..." RUN_A/results RUN_B/results \\
-        --seeds "C: ..." results --out benchmarks/machine-spread.md
+        --pair "B: ..." results RERUN/results --seeds "C: ..." results --out benchmarks/machine-spread.md
+
+The record ``benchmarks/machine-spread.md`` was made so: record A's two trees are the results
+committed at 84df146 and b5a37c3 (``git archive 84df146 results | tar -x -C A``); record B's
+rerun tree is the seed-137 rerun on a CPU without bf16 units (its tables and numbers.json, kept
+outside this repository); record C is ``results`` alone.
 """
 
 from __future__ import annotations
@@ -94,12 +99,12 @@ def round_up(x: float) -> float:
     """``x`` rounded up to two significant digits (0 stays 0).
 
     >>> round_up(0.08599), round_up(0.2), round_up(0.0)
-    (0.087, 0.2, 0.0)
+    (0.086, 0.2, 0.0)
     """
     if x <= 0 or math.isinf(x):
         return x
     scale = 10 ** (math.floor(math.log10(x)) - 1)
-    return math.ceil(round(x / scale, 9)) * scale
+    return round(math.ceil(round(x / scale, 9)) * scale, 12)
 
 
 def markdown(rules: list[Rule], records: list[tuple[str, str, dict]]) -> str:
@@ -137,6 +142,12 @@ def markdown(rules: list[Rule], records: list[tuple[str, str, dict]]) -> str:
         lines.append(f"| `{rule.pattern}` | {where} | " + " | ".join(cells) +
                      f" | {'' if rule.timing else f'{round_up(need):g}'} | {'' if rule.timing else f'{round_up(need_all):g}'}"
                      f" | {declared} | {covered} |")
+    lines += ["", "## How each tolerance was set", "",
+              "From `paper/tolerances.yaml` (each rule's `why`): which record gave it; \"across different code\"",
+              "marks a family whose only or largest measure spans two versions of the code.", "",
+              "| rule | where | abs | why |", "| :--- | :--- | ---: | :--- |"]
+    lines += [f"| `{r.pattern}` | {'; '.join(f'{c}: {chr(44).join(v)}' for c, v in r.where)} | {r.abs:g} | {r.why} |"
+              for r in rules if not r.timing and r.abs > 0]
     if text:
         lines += ["", "Text cells that differ (no tolerance applies; a flipped verdict is a failed claim): "
                   + "; ".join(text) + "."]
