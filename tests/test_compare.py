@@ -328,7 +328,7 @@ class TestNumericsPins:
 
     @pytest.mark.parametrize("mode", ["pinned", "strict"])
     def test_kernel_dispatch_is_not_pinned_to_avx2(self, mode):
-        """No mode pins ATen to AVX2 any more (issue 45: no cross-machine identity, and it broke bf16)."""
+        """No mode pins ATen to AVX2 any more (the pin gave no cross-machine identity, and it broke bf16)."""
         environ = {NUMERICS_SWITCH: mode}
         apply_reproducible_numerics(environ)
         assert "ATEN_CPU_CAPABILITY" not in environ and environ["MKL_CBWR"]
