@@ -12,8 +12,8 @@ case folding: a value stored in NFC is found in a text written in NFD, "Zu\\u030
 full-width forms, "İZMİR" for "izmir", "Os\\u200dlo" for "Oslo" and the other way round). The
 redaction replaces the original characters the match covers (whole characters with their
 combining marks, and any invisible characters inside the match), so no byte of the value is left
-in any of those forms. Text outside the matches keeps its bytes. A multi-word value ("New York") is matched as a whole, the
-longest value first. The turn that stated the value keeps its shape ("I moved to [forgotten].")
+in any of those forms. Text outside the matches keeps its bytes. A multi-word value ("New York")
+is matched as a whole, the longest value first. The turn that stated the value keeps its shape ("I moved to [forgotten].")
 so the log stays readable and session indices stay stable.
 
 Matching by text, not by word, is what erasure needs: a value must not survive because the text
