@@ -67,6 +67,10 @@ def _load_manifest(path: str, arg: str = "--manifest", nonempty: bool = True) ->
                 and (entry.get("files") is None or _is_str_map(entry.get("files"))), arg, path,
                 f"files[{name!r}] must be an object with 'sha256' (string or null), 'inputs' (path -> "
                 f"sha256), 'rule' and optional 'files'; got {entry!r:.80}")
+        size = entry.get("bytes")
+        require(size is None or (type(size) is int and size >= 0), arg, path,
+                f"files[{name!r}] field 'bytes' must be a whole number >= 0 (the size in bytes) or null, "
+                f"got {size!r}")
     return manifest
 
 
