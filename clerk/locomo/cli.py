@@ -1,8 +1,9 @@
-"""The LoCoMo verbs: ``clerk locomo`` (resolve, load, subset, evaluate, write) and the parsers of all four.
+"""The LoCoMo verbs: ``clerk locomo`` (resolve, load, subset, evaluate, write) and the parsers of all three.
 
 ``clerk locomo`` is here; the other verbs' work lives with its concept: ``clerk locomo-inspect``
-(:mod:`clerk.locomo.inspection`), ``clerk table-locomo`` (:mod:`clerk.locomo.table2`) and
-``clerk bench-locomo-prefix`` (:mod:`clerk.locomo.bench`).
+(:mod:`clerk.locomo.inspection`) and ``clerk bench-locomo-prefix`` (:mod:`clerk.locomo.bench`).
+Table 2 (``clerk table-locomo``) is the report stage's: :mod:`clerk.report.locomo` reads the
+``metrics.json`` files this stage writes.
 
     clerk locomo --help
 """
@@ -25,7 +26,6 @@ from clerk.locomo.evaluation import (
     LOCOMO_SCHEMAS,
     LocomoEvalConfig,
     evaluate_locomo,
-    locomo_registry,
     transcript_tokens,
     write_jsonl,
 )
@@ -34,12 +34,12 @@ from clerk.locomo.files import (
     PERCENA_REPO_ID,
     detect_format,
     load_locomo,
+    recorded_path,
     resolve_locomo_path,
     sha256_file,
 )
 from clerk.locomo.inspection import main_inspect
 from clerk.locomo.subsets import all_questions, count_by_category, restrict, stratified_subset
-from clerk.locomo.table2 import main_table
 from clerk.memory.base import DTYPES, READER_MODELS, Runtime
 
 # --- clerk locomo ----------------------------------------------------------------------------
@@ -64,7 +64,7 @@ def _prepare(args: argparse.Namespace) -> tuple[LocomoConfig, Path, LocomoEvalCo
                             reader_model=args.reader_model, reader_pmi=args.reader_pmi,
                             max_read_tokens=args.max_read_tokens, dtype=args.dtype)
     runtime = Runtime(ecfg, model_dir=args.model, adapter_dir=args.adapter, reader_adapter_dir=args.reader_adapter)
-    make_systems(list(cfg.systems), runtime, locomo_registry())  # fail on names/adapter before loading
+    make_systems(list(cfg.systems), runtime)  # fail on names/adapter before loading
     return cfg, data, ecfg, runtime
 
 
@@ -72,11 +72,11 @@ def _selection(cfg: LocomoConfig, data: Path, sha: str, sources: list[str], chos
                selected: list[Conversation]) -> dict[str, Any]:
     """``selection.json``: which questions, from which file."""
     return {
-        "data_file": str(data),
+        "data_file": recorded_path(data),
         "data_sha256": sha,
         "format": detect_format(data),
         "sources": sources,
-        "config": dataclasses.asdict(cfg) | {"path": str(data), "systems": list(cfg.systems)},
+        "config": dataclasses.asdict(cfg) | {"path": recorded_path(data), "systems": list(cfg.systems)},
         "questions": len(chosen),
         "per_category": count_by_category(chosen),
         "adversarial": sum(q.adversarial for q in chosen),
@@ -89,7 +89,7 @@ def _input_record(data: Path, selection: dict, conversations: list[Conversation]
                   runtime: Runtime) -> dict[str, Any]:
     """The ``input`` field of ``metrics.json``: the data file, its sizes, per-conversation tokens."""
     return {
-        "path": str(data), "format": selection["format"], "source": selection["sources"][0],
+        "path": recorded_path(data), "format": selection["format"], "source": selection["sources"][0],
         "sha256": selection["data_sha256"],
         "n_conversations": len(conversations), "n_questions": len(all_questions(conversations)),
         "conversations": [
@@ -257,33 +257,6 @@ def _add_inspect(sub: argparse._SubParsersAction) -> None:
     q.set_defaults(func=main_inspect)
 
 
-def _add_table(sub: argparse._SubParsersAction) -> None:
-    """``clerk table-locomo``."""
-    t = sub.add_parser(
-        "table-locomo",
-        help="table 2: LoCoMo accuracy per system and category, aggregated over seeds",
-        description="Aggregate LoCoMo metrics.json files (one per seed) over seeds: n, mean, sd (ddof=1) and the "
-        "95 %% t-interval of accuracy (non-adversarial), per-category and adversarial accuracy, read tokens, "
-        "truncation rate and question count. Writes a CSV and optionally a compact Markdown table.",
-    )
-    t.add_argument("--metrics", nargs="+", required=True, metavar="FILE",
-                   help="LoCoMo metrics.json files, e.g. results/locomo/*/metrics.json")
-    t.add_argument("--out", required=True, metavar="CSV", help="output CSV, e.g. results/table2.csv")
-    t.add_argument("--markdown", default=None, metavar="MD",
-                   help="also write the compact Markdown table (mean ± 95 %% half-width) here; default: none")
-    t.add_argument("--predictions", nargs="+", default=None, metavar="FILE",
-                   help="the jobs' predictions.jsonl (each beside its metrics.json): adds clerk minus each other "
-                   "system on the same non-adversarial questions, paired bootstrap over (seed, conversation) "
-                   "(clerk.locomo.paired); default: none")
-    t.add_argument("--paired-out", dest="paired_out", default=None, metavar="CSV",
-                   help="CSV of the paired comparisons (needs --predictions); the Markdown table gets them too")
-    t.add_argument("--tolerances", default=None, metavar="YAML",
-                   help="tolerances file (paper/tolerances.yaml): a paired comparison is then conclusive only when "
-                   "its interval clears zero by more than the declared machine spread of table2_paired.csv's "
-                   "bootstrap bounds; default: none (margin 0)")
-    t.set_defaults(func=main_table)
-
-
 def _add_bench(sub: argparse._SubParsersAction) -> None:
     """``clerk bench-locomo-prefix``."""
     b = sub.add_parser(
@@ -310,8 +283,7 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
 
 
 def register_cli(sub: argparse._SubParsersAction) -> None:
-    """Add ``clerk locomo``, ``clerk locomo-inspect``, ``clerk table-locomo`` and ``clerk bench-locomo-prefix``."""
+    """Add ``clerk locomo``, ``clerk locomo-inspect`` and ``clerk bench-locomo-prefix``."""
     _add_locomo(sub)
     _add_inspect(sub)
-    _add_table(sub)
     _add_bench(sub)

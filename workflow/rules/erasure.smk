@@ -4,7 +4,7 @@
 
 rule generate_forget:
     input:
-        code=code("generator", "prompts", "store"),
+        code=code("generator", "prompts", "scrub"),
         phrasings=get_phrasings,
     output:
         timelines="results/data/{seed}/forget.jsonl",
@@ -36,7 +36,7 @@ rule erasure:
             "models",
             "prompts",
             "generator",
-            "store",
+            "scrub",
             "program",
         ),
         systems=get_memory_code,

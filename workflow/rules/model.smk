@@ -80,7 +80,7 @@ rule learning_curve:
         sft=f"results/sft/{CURVE_SEED}",
         model=MODEL_DIR,
         adapter=f"results/train/{CURVE_SEED}",
-        code=code("train", "models", "prompts", "program", "metrics"),
+        code=code("evaluate", "models", "prompts", "program", "metrics"),
         systems=get_memory_code,
         phrasings=get_phrasings,
     output:

@@ -1,8 +1,10 @@
 """Table 2: LoCoMo accuracy per system and category, aggregated over seeds (SPEC §6, §7).
 
-The per-seed ``metrics.json`` files of ``clerk locomo`` become one row per (seed, system), then
-n, mean, sd (ddof=1) and the 95 % t-interval over seeds per system
-(``clerk.report.stats.aggregate_frame``); a compact Markdown table shows mean ± half-width.
+The report stage reads the LoCoMo stage's files: the per-seed ``metrics.json`` files of ``clerk
+locomo`` become one row per (seed, system), then n, mean, sd (ddof=1) and the 95 % t-interval over
+seeds per system (``clerk.report.stats.aggregate_frame``); a compact Markdown table shows mean ±
+half-width. The paired comparisons are :mod:`clerk.report.locomo_paired`, the paragraph under the
+tables :mod:`clerk.report.locomo_findings`.
 
     clerk table-locomo --metrics results/locomo/*/metrics.json --out results/table2.csv --markdown results/table2.md
 """
@@ -123,7 +125,7 @@ def main_table(args: argparse.Namespace) -> None:
 
     if (getattr(args, "predictions", None) is None) != (getattr(args, "paired_out", None) is None):
         raise UserError("--predictions and --paired-out go together (the paired comparisons and their CSV)")
-    from clerk.locomo.findings import locomo_findings
+    from clerk.report.locomo_findings import locomo_findings
     from clerk.report.paired import machine_margin
 
     rows = table2_rows(args.metrics)
@@ -133,7 +135,7 @@ def main_table(args: argparse.Namespace) -> None:
     if getattr(args, "predictions", None):
         import pandas as pd
 
-        from clerk.locomo.paired import PAIRED_TABLE, locomo_paired_markdown, locomo_paired_rows
+        from clerk.report.locomo_paired import PAIRED_TABLE, locomo_paired_markdown, locomo_paired_rows
 
         margin = machine_margin(getattr(args, "tolerances", None), PAIRED_TABLE)
         pairs = locomo_paired_rows(args.predictions, margin=margin)
@@ -146,3 +148,30 @@ def main_table(args: argparse.Namespace) -> None:
         Path(args.markdown).write_text(to_markdown(compact) + after, encoding="utf-8")
     print(f"clerk table-locomo: {len(df)} systems from {len(args.metrics)} metrics files -> {args.out}",
           file=sys.stderr)
+
+
+def register_cli(sub: argparse._SubParsersAction) -> None:
+    """Add the ``table-locomo`` verb."""
+    t = sub.add_parser(
+        "table-locomo",
+        help="table 2: LoCoMo accuracy per system and category, aggregated over seeds",
+        description="Aggregate LoCoMo metrics.json files (one per seed) over seeds: n, mean, sd (ddof=1) and the "
+        "95 %% t-interval of accuracy (non-adversarial), per-category and adversarial accuracy, read tokens, "
+        "truncation rate and question count. Writes a CSV and optionally a compact Markdown table.",
+    )
+    t.add_argument("--metrics", nargs="+", required=True, metavar="FILE",
+                   help="LoCoMo metrics.json files, e.g. results/locomo/*/metrics.json")
+    t.add_argument("--out", required=True, metavar="CSV", help="output CSV, e.g. results/table2.csv")
+    t.add_argument("--markdown", default=None, metavar="MD",
+                   help="also write the compact Markdown table (mean ± 95 %% half-width) here; default: none")
+    t.add_argument("--predictions", nargs="+", default=None, metavar="FILE",
+                   help="the jobs' predictions.jsonl (each beside its metrics.json): adds clerk minus each other "
+                   "system on the same non-adversarial questions, paired bootstrap over (seed, conversation) "
+                   "(clerk.report.locomo_paired); default: none")
+    t.add_argument("--paired-out", dest="paired_out", default=None, metavar="CSV",
+                   help="CSV of the paired comparisons (needs --predictions); the Markdown table gets them too")
+    t.add_argument("--tolerances", default=None, metavar="YAML",
+                   help="tolerances file (paper/tolerances.yaml): a paired comparison is then conclusive only when "
+                   "its interval clears zero by more than the declared machine spread of table2_paired.csv's "
+                   "bootstrap bounds; default: none (margin 0)")
+    t.set_defaults(func=main_table)
