@@ -73,9 +73,38 @@ def registry_enums() -> dict[str, list[str]]:
     }
 
 
+#: The sections of the config, in its order: key -> the dataclass that declares its settings
+#: (:mod:`clerk.settings`), as ``module:class`` so that importing this module stays light.
+SECTIONS = {
+    "data": "clerk.generator.config:DataSection",
+    "sft": "clerk.sft.config:SFTSection",
+    "reader": "clerk.train.config:ReaderSection",
+    "model": "clerk.models.spec:ModelSection",
+    "train": "clerk.train.config:TrainSection",
+    "evaluate": "clerk.evaluate.config:EvaluateSection",
+    "streams": "clerk.streams.config:StreamsSection",
+    "erasure": "clerk.evaluate.config:ErasureSection",
+    "locomo": "clerk.locomo.config:LocomoSection",
+}
+
+
+def section_class(name: str) -> type:
+    """The dataclass of config section ``name`` (:data:`SECTIONS`)."""
+    import importlib
+
+    module, _, cls = SECTIONS[name].partition(":")
+    return getattr(importlib.import_module(module), cls)
+
+
 def load_schema(schema_file: str | Path = SCHEMA) -> dict[str, Any]:
-    """The schema with every registry-backed enum replaced by the code's set (:func:`registry_enums`)."""
+    """The schema: the file's top-level layout and ``$defs``, every section's properties derived
+    from its dataclass (:func:`clerk.settings.section_schema`), and every registry-backed enum
+    replaced by the code's set (:func:`registry_enums`)."""
+    from clerk.settings import section_schema
+
     schema = yaml.safe_load(Path(schema_file).read_text())
+    for name in SECTIONS:
+        schema.setdefault("properties", {})[name] = section_schema(section_class(name))
     for name, names in registry_enums().items():
         schema.setdefault("$defs", {}).setdefault(name, {})["enum"] = names
     return schema

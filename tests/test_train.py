@@ -319,7 +319,7 @@ class TestSnapshots:
         out = tmp_path / "curve.csv"
         clerk_main(["learning-curve", "--timelines", str(workdir["timelines"]), "--sft", str(workdir["sft"]),
                     "--model", str(workdir["model"]), "--adapter", str(snapped.out), "--out", str(out),
-                    "--sessions", "3", "--max-new-tokens", "16", "--batch-size", "3", "--threads", "1"])
+                    "--curve-sessions", "3", "--max-new-tokens", "16", "--batch-size", "3", "--threads", "1"])
         with out.open() as handle:
             rows = list(csv.DictReader(handle))
         assert list(rows[0]) == list(CURVE_COLUMNS)
@@ -351,7 +351,7 @@ class TestSnapshots:
         shutil.copytree(adapter, adapter / "snapshots" / "step-00005", ignore=shutil.ignore_patterns("snapshots"))
         (adapter / "snapshots" / "step-00005" / "snapshot.json").write_text(json.dumps({"step": 5, "examples_seen": 10}))
         cfg = curve.CurveConfig(timelines=str(workdir["timelines"]), sft=str(workdir["sft"]), model="m",
-                                adapter=str(adapter), sessions=2, max_new_tokens=8, batch_size=2, dtype="float32",
+                                adapter=str(adapter), curve_sessions=2, max_new_tokens=8, batch_size=2, dtype="float32",
                                 phrasings=None, threads=1)
         rows = curve.learning_curve(cfg)
         assert [(r["point"], r["step"]) for r in rows] == [("snapshot", 2), ("snapshot", 4), ("final", 5), ("free", 5)]

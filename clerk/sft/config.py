@@ -1,0 +1,37 @@
+"""The workflow's ``sft`` section: the SFT mixture of the policy's (and one adapter's) training set.
+
+    python -c "from clerk.sft.config import SFTSection; print(SFTSection())"
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from clerk.settings import setting
+
+#: What ``clerk build-sft`` keeps of the mixture: both tasks (one adapter), or one.
+TASKS = ("both", "consolidate", "answer")
+
+
+@dataclass
+class SFTSection:
+    """ANSWER examples, their memory views, EVICT copies and the validation share (``sft``)."""
+
+    answer_ratio: float = setting(
+        0.5, help="ANSWER examples per CONSOLIDATE example in each split (0 = none)", minimum=0,
+        verbs=("build-sft",), metavar="X")
+    answer_views: dict[str, float] = setting(
+        {"ledger": 3, "full": 1, "window": 1, "rag": 1, "add-only": 1},
+        help="view kinds of the ANSWER examples and their weights, e.g. ledger=3,full=1 (clerk/memory/views.py)",
+        choices="view_kind", items={"type": "number", "exclusiveMinimum": 0}, schema={"minProperties": 1},
+        verbs=("build-sft",), flag_type=lambda text: _flag_weights(text), metavar="KIND=W,...")
+    evict_weight: int = setting(2, help="copies of each CONSOLIDATE example whose gold program evicts", minimum=1,
+                                verbs=("build-sft",), metavar="N")
+    val_fraction: float = setting(0.1, help="share of training personas held out as the validation split",
+                                  exclusive_minimum=0, exclusive_maximum=1, verbs=("build-sft",), metavar="Y")
+
+
+def _flag_weights(text: str) -> dict[str, float]:
+    from clerk.sft.cli import parse_weights
+
+    return parse_weights(text)
