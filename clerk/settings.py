@@ -188,12 +188,14 @@ def verb_settings(verb: str, *sections: type) -> list[tuple[dataclasses.Field, A
     return out
 
 
-def add_settings(parser: Any, verb: str, *sections: type, **defaults: Any) -> None:
+def add_settings(parser: Any, verb: str, *sections: type, notes: dict[str, str] | None = None,
+                 **defaults: Any) -> None:
     """Add a flag ``--name`` (dest ``name``) for every setting of ``sections`` that ``verb`` takes.
 
     The flag's type, choices, default and help come from the field; a setting with no default is
     a required flag. ``defaults`` replaces the default of the named flags where the verb's own
-    meaning of "not given" differs (e.g. ``personas=None``: the split's default size).
+    meaning of "not given" differs (e.g. ``personas=None``: the split's default size), and
+    ``notes`` says what such a default means in the flag's help.
     """
     for field, hint in verb_settings(verb, *sections):
         meta = field.metadata
@@ -207,7 +209,7 @@ def add_settings(parser: Any, verb: str, *sections: type, **defaults: Any) -> No
             kwargs["type"] = meta["flag_type"]
         elif origin in (tuple, list) and typing.get_args(inner)[-1:] == (Ellipsis,) or origin is list:
             item = typing.get_args(inner)[0]
-            kwargs.update(nargs="*" if default == [] else "+", type=None if item is str else item)
+            kwargs.update(nargs="+" if meta["schema"].get("minItems") else "*", type=None if item is str else item)
         elif inner in (int, float):
             kwargs["type"] = inner
         if default is dataclasses.MISSING:
@@ -216,18 +218,20 @@ def add_settings(parser: Any, verb: str, *sections: type, **defaults: Any) -> No
             kwargs["default"] = tuple(default) if isinstance(default, list) and "type" in kwargs \
                 and "nargs" not in kwargs else default
         choices = meta["choices"]
-        if choices is not None and inner is not bool:
+        if choices is not None and inner is not bool and origin is not dict:
             kwargs["choices"] = _resolve_choices(choices)
             if origin in (tuple, list):
                 kwargs["metavar"] = "NAME"
         if meta["metavar"]:
             kwargs["metavar"] = meta["metavar"]
-        shown = "none" if default in (None, []) else default
-        if isinstance(shown, list):
-            shown = " ".join(map(str, shown))
+        shown = "none" if default in (None, [], ()) else default
+        if isinstance(shown, bool):
+            shown = "on" if shown else "off"
+        if isinstance(shown, (list, tuple)):
+            shown = ("," if meta["flag_type"] else " ").join(map(str, shown))
         elif isinstance(shown, dict):
             shown = ",".join(f"{k}={v}" for k, v in shown.items())
-        note = "" if default is dataclasses.MISSING else f" (default: {shown})"
+        note = "" if default is dataclasses.MISSING else f" (default: {(notes or {}).get(field.name, shown)})"
         kwargs["help"] = (meta["help"] + note).replace("%", "%%")
         parser.add_argument("--" + field.name.replace("_", "-"), **kwargs)
 

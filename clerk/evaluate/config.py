@@ -139,7 +139,7 @@ class ReadCostConfig:
 _REPLAY = ("evaluate", "erasure")
 
 
-@dataclass
+@dataclass(kw_only=True)
 class EvaluateSection:
     """The memory systems of tables 1 and 3, and the reader and writer knobs every replay shares
     (``evaluate``)."""
@@ -169,8 +169,9 @@ class EvaluateSection:
     write_only: tuple[str, ...] = setting(
         [], help="systems of `systems` whose writes are scored but whose memory is not read",
         choices="memory_system", unique=True, verbs=("evaluate",))
+    # No default: which writers are worth a second, teacher-forced write is the profile's choice.
     teacher_forced: tuple[str, ...] = setting(
-        ["clerk"], help="model writers of `systems` whose edits are also scored teacher-forced: every session "
+        help="model writers of `systems` whose edits are also scored teacher-forced: every session "
         "written from the gold ledger before it (an extra write only where the system's own ledger has drifted)",
         choices="memory_system", unique=True, verbs=("evaluate",))
     dtype: str = setting(

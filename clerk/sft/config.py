@@ -13,15 +13,15 @@ from clerk.settings import setting
 TASKS = ("both", "consolidate", "answer")
 
 
-@dataclass
+@dataclass(kw_only=True)
 class SFTSection:
     """ANSWER examples, their memory views, EVICT copies and the validation share (``sft``)."""
 
     answer_ratio: float = setting(
         0.5, help="ANSWER examples per CONSOLIDATE example in each split (0 = none)", minimum=0,
         verbs=("build-sft",), metavar="X")
+    # No default: the mix of views is the profile's choice (clerk build-sft alone: ledger=1, no tokenizer).
     answer_views: dict[str, float] = setting(
-        {"ledger": 3, "full": 1, "window": 1, "rag": 1, "add-only": 1},
         help="view kinds of the ANSWER examples and their weights, e.g. ledger=3,full=1 (clerk/memory/views.py)",
         choices="view_kind", items={"type": "number", "exclusiveMinimum": 0}, schema={"minProperties": 1},
         verbs=("build-sft",), flag_type=lambda text: _flag_weights(text), metavar="KIND=W,...")
