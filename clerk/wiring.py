@@ -205,7 +205,7 @@ def reader_seed(config: dict) -> str | None:
 class Stage:
     """How a rule's ``--config`` object is made: the settings of ``sections`` (dotted config paths,
     formatted with the job's wildcards) that its ``verb`` takes (each setting names its verbs,
-    :mod:`clerk.settings`), a later section's value winning unless it is null; then ``job`` (the
+    :mod:`clerk.settings`), a later section's value winning; then ``job`` (the
     config, the wildcards -> values) sets what depends on the job rather than on one setting."""
 
     verb: str
@@ -302,9 +302,7 @@ def stage_config(config: dict, stage: str, **wildcards: str) -> dict[str, Any]:
         values = _section(config, [section, *nested])
         for field, _ in settings(cls):
             if spec.verb in field.metadata["verbs"] and field.name in values:
-                value = values[field.name]
-                if value is not None or field.name not in out:
-                    out[field.name] = as_config(value)
+                out[field.name] = as_config(values[field.name])
     if spec.job is not None:
         out.update(spec.job(config, wildcards))
     return out

@@ -44,7 +44,7 @@ def add_run_args(p: Any, verb: str = "evaluate") -> None:
                    "needed by --reader-model reader")
     p.add_argument("--out", required=True, help="output directory")
     # the settings of the evaluate (and erasure, data) sections; by hand, no writer is teacher-forced
-    add_settings(p, verb, ErasureSection, EvaluateSection, DataSection, teacher_forced=[])
+    add_settings(p, verb, ErasureSection, EvaluateSection, DataSection, teacher_forced=[], reader_model=d.reader_model)
     # this verb's own
     p.add_argument("--max-read-tokens", dest="max_read_tokens", type=int, default=d.max_read_tokens,
                    help="cap on transcript-view tokens; -1 = reader context minus a prompt reserve (default: -1)")

@@ -156,8 +156,9 @@ class EvaluateSection:
                                   verbs=(*_REPLAY, "learning-curve"))
     batch_size: int = setting(16, help="prompts per generation batch", minimum=1,
                               verbs=(*_REPLAY, "learning-curve", "locomo"))
+    # No default: the one instrument of every system is the profile's choice (by hand: the policy's adapter).
     reader_model: str = setting(
-        "reader", help="the one model that reads every system: reader = the separate reader adapter "
+        help="the one model that reads every system: reader = the separate reader adapter "
         "(--reader-adapter), adapter = the policy's (--adapter), base = no adapter", choices="reader_model",
         verbs=(*_REPLAY, "locomo"))
     reader_pmi: float = setting(

@@ -211,7 +211,7 @@ def _add_locomo(sub: argparse._SubParsersAction) -> None:
     # the settings of the locomo section and the evaluation's reader (clerk.settings); by hand, the
     # question subset's seed is the run's --seed
     add_settings(p.add_argument_group("the config's locomo and evaluate sections"), "locomo", LocomoSection,
-                 EvaluateSection, subset_seed=None, notes={"subset_seed": "--seed"})
+                 EvaluateSection, subset_seed=None, reader_model=d.reader_model, notes={"subset_seed": "--seed"})
     p.set_defaults(func=main_locomo)
 
 

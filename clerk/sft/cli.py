@@ -85,5 +85,6 @@ def register_cli(sub: Any) -> None:
                    "of its own) or answer (a separate reader); the persona split and sampling are the same "
                    "(default both)")
     # the settings of the sft section, and the views' sizes of the evaluate section (clerk.settings)
-    add_settings(p, "build-sft", SFTSection, EvaluateSection, answer_views={"ledger": 1.0})
+    add_settings(p, "build-sft", SFTSection, EvaluateSection, answer_views={"ledger": 1.0}, evict_weight=1,
+                 notes={"evict_weight": "1, none extra"})
     p.set_defaults(func=main)

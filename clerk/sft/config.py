@@ -25,7 +25,8 @@ class SFTSection:
         help="view kinds of the ANSWER examples and their weights, e.g. ledger=3,full=1 (clerk/memory/views.py)",
         choices="view_kind", items={"type": "number", "exclusiveMinimum": 0}, schema={"minProperties": 1},
         verbs=("build-sft",), flag_type=lambda text: _flag_weights(text), metavar="KIND=W,...")
-    evict_weight: int = setting(2, help="copies of each CONSOLIDATE example whose gold program evicts", minimum=1,
+    # No default: how much to oversample EVICT is the profile's choice (clerk build-sft alone: 1, none extra).
+    evict_weight: int = setting(help="copies of each CONSOLIDATE example whose gold program evicts", minimum=1,
                                 verbs=("build-sft",), metavar="N")
     val_fraction: float = setting(0.1, help="share of training personas held out as the validation split",
                                   exclusive_minimum=0, exclusive_maximum=1, verbs=("build-sft",), metavar="Y")

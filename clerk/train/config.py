@@ -78,8 +78,8 @@ class ReaderSection:
     answer_ratio: float = setting(2.0, help="ANSWER examples per CONSOLIDATE example of the same split",
                                   exclusive_minimum=0, verbs=("build-sft",))
     max_steps: int = setting(1200, help="training steps of the reader adapter", minimum=1, verbs=_TRAIN)
-    precision: str | None = setting("fp32", help="the reader's training precision (null: train.precision)",
-                                    choices="precision", verbs=_TRAIN)
+    precision: str = setting("fp32", help="the reader's training precision (the train section's is the policy's)",
+                             choices="precision", verbs=_TRAIN)
 
 
 def _csv_tuple(text: str) -> tuple[str, ...]:
