@@ -96,6 +96,14 @@ def section_class(name: str) -> type:
     return getattr(importlib.import_module(module), cls)
 
 
+def add_settings(parser: Any, verb: str, *sections: type, **kwargs: Any) -> None:
+    """:func:`clerk.settings.add_settings` with the code's registries (:func:`registry_enums`) as
+    the allowed values of registry-backed choices: every verb adds its settings' flags with this."""
+    from clerk import settings
+
+    settings.add_settings(parser, verb, *sections, registries=registry_enums(), **kwargs)
+
+
 def load_schema(schema_file: str | Path = SCHEMA) -> dict[str, Any]:
     """The schema: the file's top-level layout and ``$defs``, every section's properties derived
     from its dataclass (:func:`clerk.settings.section_schema`), and every registry-backed enum

@@ -188,14 +188,15 @@ def verb_settings(verb: str, *sections: type) -> list[tuple[dataclasses.Field, A
     return out
 
 
-def add_settings(parser: Any, verb: str, *sections: type, notes: dict[str, str] | None = None,
-                 **defaults: Any) -> None:
+def add_settings(parser: Any, verb: str, *sections: type, registries: dict[str, list] | None = None,
+                 notes: dict[str, str] | None = None, **defaults: Any) -> None:
     """Add a flag ``--name`` (dest ``name``) for every setting of ``sections`` that ``verb`` takes.
 
     The flag's type, choices, default and help come from the field; a setting with no default is
     a required flag. ``defaults`` replaces the default of the named flags where the verb's own
     meaning of "not given" differs (e.g. ``personas=None``: the split's default size), and
-    ``notes`` says what such a default means in the flag's help.
+    ``notes`` says what such a default means in the flag's help. ``registries``: the allowed names
+    of each registry-backed choice (:func:`clerk.config.add_settings` passes the code's).
     """
     for field, hint in verb_settings(verb, *sections):
         meta = field.metadata
@@ -218,10 +219,10 @@ def add_settings(parser: Any, verb: str, *sections: type, notes: dict[str, str] 
             kwargs["default"] = tuple(default) if isinstance(default, list) and "type" in kwargs \
                 and "nargs" not in kwargs else default
         choices = meta["choices"]
-        if choices is not None and inner is not bool and origin is not dict:
-            kwargs["choices"] = _resolve_choices(choices)
-            if origin in (tuple, list):
-                kwargs["metavar"] = "NAME"
+        if origin in (tuple, list, dict):  # each item is checked by the verb, naming the bad one
+            kwargs["metavar"] = "NAME" if choices is not None else kwargs.get("metavar")
+        elif choices is not None and inner is not bool:
+            kwargs["choices"] = tuple((registries or {})[choices] if isinstance(choices, str) else choices)
         if meta["metavar"]:
             kwargs["metavar"] = meta["metavar"]
         shown = "none" if default in (None, [], ()) else default
@@ -250,15 +251,6 @@ def strip_optional(hint: Any) -> tuple[Any, bool]:
         (inner,) = [a for a in args if a is not type(None)]
         return inner, True
     return hint, False
-
-
-def _resolve_choices(choices: tuple | str) -> tuple:
-    """A field's allowed values; a registry-backed name asks the code's registry."""
-    if isinstance(choices, str):
-        from clerk.config import registry_enums
-
-        return tuple(registry_enums()[choices])
-    return tuple(choices)
 
 
 def from_mapping(cls: type, values: dict[str, Any]) -> Any:

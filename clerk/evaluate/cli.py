@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from clerk.config import add_settings
 from clerk.evaluate.config import ErasureConfig, ErasureSection, EvaluateConfig, EvaluateSection, ReadCostConfig
 from clerk.evaluate.erasure import run_erasure
 from clerk.evaluate.read_cost import run_read_cost
 from clerk.evaluate.runner import run_evaluate, runtime_from_config
 from clerk.generator.config import DataSection
 from clerk.memory import MEMORY_REGISTRY, EvalConfig
-from clerk.settings import add_settings
 
 
 def register_cli(sub: Any) -> None:
@@ -44,7 +44,8 @@ def add_run_args(p: Any, verb: str = "evaluate") -> None:
                    "needed by --reader-model reader")
     p.add_argument("--out", required=True, help="output directory")
     # the settings of the evaluate (and erasure, data) sections; by hand, no writer is teacher-forced
-    add_settings(p, verb, ErasureSection, EvaluateSection, DataSection, teacher_forced=[], reader_model=d.reader_model)
+    add_settings(p, verb, ErasureSection, EvaluateSection, DataSection, teacher_forced=[], reader_model=d.reader_model,
+                 ignore_forget=[])
     # this verb's own
     p.add_argument("--max-read-tokens", dest="max_read_tokens", type=int, default=d.max_read_tokens,
                    help="cap on transcript-view tokens; -1 = reader context minus a prompt reserve (default: -1)")

@@ -181,7 +181,7 @@ class EvaluateSection:
         verbs=(*_REPLAY, "learning-curve", "locomo"))
 
 
-@dataclass
+@dataclass(kw_only=True)
 class ErasureSection:
     """The erasure study (SPEC §9, clerk erasure): forget timelines per seed and the systems
     replaying them (``erasure``)."""
@@ -194,6 +194,7 @@ class ErasureSection:
         ["clerk", "oracle", "full", "window", "rag", "add-only"],
         help="systems replayed with the forget requests delivered (table 5's main rows)", choices="memory_system",
         min_items=1, unique=True, verbs=("erasure",))
+    # No default: the naive contrast's systems are the profile's choice (by hand: none).
     ignore_forget: tuple[str, ...] = setting(
-        ["oracle", "full"], help="systems also replayed with the forget requests not delivered (the naive contrast)",
+        help="systems also replayed with the forget requests not delivered (the naive contrast)",
         choices="memory_system", unique=True, verbs=("erasure",))

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from clerk.config import add_settings
 from clerk.errors import UserError
 from clerk.evaluate.config import EvaluateSection
 from clerk.locomo.bench import main_bench
@@ -40,7 +41,6 @@ from clerk.locomo.inspection import main_inspect
 from clerk.locomo.subsets import all_questions, count_by_category, restrict, stratified_subset
 from clerk.locomo.table2 import main_table
 from clerk.memory.base import DTYPES, Runtime
-from clerk.settings import add_settings
 
 # --- clerk locomo ----------------------------------------------------------------------------
 

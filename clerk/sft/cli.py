@@ -10,34 +10,11 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from clerk.errors import UserError
+from clerk.config import add_settings
 from clerk.evaluate.config import EvaluateSection
-from clerk.settings import add_settings
-from clerk.sft.config import TASKS, SFTSection
+from clerk.sft.config import TASKS, SFTSection, parse_weights
 from clerk.sft.dataset import sft_stats, to_dataset_dict, write_sft
 from clerk.sft.examples import SFTDataConfig, build_rows
-
-
-def parse_weights(text: str | dict) -> dict[str, float]:
-    """``"ledger=3,full=1"`` (a flag) or ``{"ledger": 3, "full": 1}`` (``--config``) ->
-    ``{"ledger": 3.0, "full": 1.0}`` (order kept).
-
-    >>> parse_weights("ledger=3,full=0.5"), parse_weights({"ledger": 2})
-    ({'ledger': 3.0, 'full': 0.5}, {'ledger': 2.0})
-    """
-    if isinstance(text, dict):
-        bad = {k: v for k, v in text.items() if type(v) not in (int, float)}
-        if bad:
-            raise UserError(f"answer_views: expected kind: weight numbers, got {bad!r}")
-        return {str(k): float(v) for k, v in text.items()}
-    out = {}
-    for part in filter(None, text.split(",")):
-        kind, _, weight = part.partition("=")
-        try:
-            out[kind.strip()] = float(weight)
-        except ValueError:
-            raise UserError(f"--answer-views: expected kind=weight pairs, got {part!r}") from None
-    return out
 
 
 def main(args: Any) -> None:

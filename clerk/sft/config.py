@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from clerk.errors import UserError
 from clerk.settings import setting
 
 #: What ``clerk build-sft`` keeps of the mixture: both tasks (one adapter), or one.
@@ -24,7 +25,7 @@ class SFTSection:
     answer_views: dict[str, float] = setting(
         help="view kinds of the ANSWER examples and their weights, e.g. ledger=3,full=1 (clerk/memory/views.py)",
         choices="view_kind", items={"type": "number", "exclusiveMinimum": 0}, schema={"minProperties": 1},
-        verbs=("build-sft",), flag_type=lambda text: _flag_weights(text), metavar="KIND=W,...")
+        verbs=("build-sft",), flag_type=lambda text: parse_weights(text), metavar="KIND=W,...")
     # No default: how much to oversample EVICT is the profile's choice (clerk build-sft alone: 1, none extra).
     evict_weight: int = setting(help="copies of each CONSOLIDATE example whose gold program evicts", minimum=1,
                                 verbs=("build-sft",), metavar="N")
@@ -32,7 +33,23 @@ class SFTSection:
                                   exclusive_minimum=0, exclusive_maximum=1, verbs=("build-sft",), metavar="Y")
 
 
-def _flag_weights(text: str) -> dict[str, float]:
-    from clerk.sft.cli import parse_weights
+def parse_weights(text: str | dict) -> dict[str, float]:
+    """``"ledger=3,full=1"`` (a flag) or ``{"ledger": 3, "full": 1}`` (``--config``) ->
+    ``{"ledger": 3.0, "full": 1.0}`` (order kept).
 
-    return parse_weights(text)
+    >>> parse_weights("ledger=3,full=0.5"), parse_weights({"ledger": 2})
+    ({'ledger': 3.0, 'full': 0.5}, {'ledger': 2.0})
+    """
+    if isinstance(text, dict):
+        bad = {k: v for k, v in text.items() if type(v) not in (int, float)}
+        if bad:
+            raise UserError(f"answer_views: expected kind: weight numbers, got {bad!r}")
+        return {str(k): float(v) for k, v in text.items()}
+    out = {}
+    for part in filter(None, text.split(",")):
+        kind, _, weight = part.partition("=")
+        try:
+            out[kind.strip()] = float(weight)
+        except ValueError:
+            raise UserError(f"--answer-views: expected kind=weight pairs, got {part!r}") from None
+    return out

@@ -144,8 +144,8 @@ def main(args: Any) -> None:
 
 def register_cli(sub: Any) -> None:
     """Add the ``learning-curve`` verb."""
+    from clerk.config import add_settings
     from clerk.generator.config import DataSection
-    from clerk.settings import add_settings
 
     p = sub.add_parser("learning-curve", help="validation op-F1 of a run's adapter snapshots (the learning curve)",
                        description=__doc__.split("\n\n")[1].replace("\n", " "))
