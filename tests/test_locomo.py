@@ -543,11 +543,12 @@ class TestCli:
         assert capsys.readouterr().err == "clerk locomo: error: budget must be an int >= 1, got 0\n"
 
     def test_unknown_system_rejected(self, tmp_path, capsys):
-        """An unknown system name is refused by the parser with exit 2."""
+        """An unknown system name is refused with exit 2 and one line naming it and the allowed names."""
         with pytest.raises(SystemExit) as exc:
             clerk_main(["locomo", "--model", "m", "--out", str(tmp_path / "o"), "--systems", "rag"])
         assert exc.value.code == 2
-        assert "invalid choice: 'rag'" in capsys.readouterr().err
+        assert "locomo.systems: expected names from ['clerk', 'prompted-ledger', 'full', 'summary-rag'], got ['rag']" \
+            in capsys.readouterr().err
 
     def test_inspect_text(self, capsys):
         """``clerk locomo-inspect`` prints totals and per-category counts under corrected names."""
