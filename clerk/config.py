@@ -1,4 +1,6 @@
-"""Validation of the workflow configuration against ``workflow/schemas/config.schema.yaml``.
+"""Validation of the workflow configuration against its schema: the layout and shared
+definitions of ``workflow/schemas/config.schema.yaml``, and each section's properties derived from
+the dataclass that declares its settings (:data:`SECTIONS`, :mod:`clerk.settings`).
 
 Snakemake's own ``validate`` reports only the failing value; a user editing a YAML file needs the
 *field*. This module names the field's dotted path, the expected value (the schema's description

@@ -225,16 +225,28 @@ def add_settings(parser: Any, verb: str, *sections: type, registries: dict[str, 
             kwargs["choices"] = tuple((registries or {})[choices] if isinstance(choices, str) else choices)
         if meta["metavar"]:
             kwargs["metavar"] = meta["metavar"]
-        shown = "none" if default in (None, [], ()) else default
-        if isinstance(shown, bool):
-            shown = "on" if shown else "off"
-        if isinstance(shown, (list, tuple)):
-            shown = ("," if meta["flag_type"] else " ").join(map(str, shown))
-        elif isinstance(shown, dict):
-            shown = ",".join(f"{k}={v}" for k, v in shown.items())
-        note = "" if default is dataclasses.MISSING else f" (default: {(notes or {}).get(field.name, shown)})"
+        note = "" if default is dataclasses.MISSING else \
+            f" (default: {(notes or {}).get(field.name) or _as_flag_text(default, meta['flag_type'])})"
         kwargs["help"] = (meta["help"] + note).replace("%", "%%")
         parser.add_argument("--" + field.name.replace("_", "-"), **kwargs)
+
+
+def _as_flag_text(value: Any, converted: bool) -> str:
+    """A default as the help shows it: as written on the command line (a converted flag's list
+    as a comma list, a mapping as ``k=v,...``), ``none`` for nothing, on/off for a switch.
+
+    >>> _as_flag_text(["q_proj", "v_proj"], True), _as_flag_text([8, 16], False), _as_flag_text(False, False)
+    ('q_proj,v_proj', '8 16', 'off')
+    """
+    if value in (None, [], ()):
+        return "none"
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if isinstance(value, (list, tuple)):
+        return ("," if converted else " ").join(map(str, value))
+    if isinstance(value, dict):
+        return ",".join(f"{k}={v}" for k, v in value.items())
+    return str(value)
 
 
 def nested_section(cls: type, path: list[str]) -> type:
@@ -251,20 +263,3 @@ def strip_optional(hint: Any) -> tuple[Any, bool]:
         (inner,) = [a for a in args if a is not type(None)]
         return inner, True
     return hint, False
-
-
-def from_mapping(cls: type, values: dict[str, Any]) -> Any:
-    """A section built from a config mapping (nested sections too); keys not of it are ignored."""
-    hints = dict(settings(cls))
-    kwargs = {}
-    for field, hint in hints.items():
-        if field.name not in values:
-            continue
-        value = values[field.name]
-        inner, _ = strip_optional(hint)
-        if dataclasses.is_dataclass(inner) and isinstance(value, dict):
-            value = from_mapping(inner, value)
-        elif typing.get_origin(inner) is tuple and isinstance(value, list):
-            value = tuple(value)
-        kwargs[field.name] = value
-    return cls(**kwargs)
