@@ -37,10 +37,11 @@ from clerk.train.data import supervised_lm_loss
 from clerk.train.trainer import LOG_COLUMNS, complete_checkpoints, run_training, truncate_log
 
 TINY = dict(vocab_size=1000, hidden=64, layers=2, heads=4, intermediate=128, seed=0)
-#: The run every test compares against: 30 steps, a checkpoint every 10, fp32, one thread.
+#: The run every test compares against: 30 steps, a checkpoint every 10, fp32, one thread, LoRA
+#: dropout 0.05 and the validation loss at the end.
 RUN = dict(seed=3, max_steps=30, batch_size=2, max_length=512, lr=3e-3, lora_r=4, lora_alpha=8,
            lora_targets=("q_proj", "v_proj"), save_steps=10, logging_steps=1, bf16="off", device="cpu", threads=1,
-           precision="fp32")
+           precision="fp32", lora_dropout=0.05, validation_loss=True, snapshot_steps=0)
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -146,7 +147,7 @@ class TestRunTraining:
     def test_deterministic(self, workdir, reference):
         """The same seed gives a byte-identical adapter; another seed does not."""
         again = run_training(config(workdir, "again"))
-        other = run_training(config(workdir, "other", seed=4, eval=False))
+        other = run_training(config(workdir, "other", seed=4, validation_loss=False))
         ref_bytes = (reference.out / "adapter_model.safetensors").read_bytes()
         assert (again.out / "adapter_model.safetensors").read_bytes() == ref_bytes
         assert (other.out / "adapter_model.safetensors").read_bytes() != ref_bytes
@@ -199,7 +200,7 @@ class TestRunTraining:
     def test_modules_to_save_and_merge(self, workdir):
         """Full-trained modules are saved with the adapter, and load_model merges them into the base."""
         result = run_training(config(workdir, "mts", max_steps=3, modules_to_save=("embed_tokens", "lm_head"),
-                                     bf16="on", eval=False))
+                                     bf16="on", validation_loss=False))
         from safetensors import safe_open
 
         with safe_open(str(result.out / "adapter_model.safetensors"), "pt") as handle:
@@ -214,7 +215,7 @@ class TestRunTraining:
 
     def test_fused_loss_head(self, workdir):
         """TRL's own fused LM-head loss (the CUDA default) also trains and is recorded."""
-        result = run_training(config(workdir, "fused", max_steps=2, loss_head="fused", eval=False))
+        result = run_training(config(workdir, "fused", max_steps=2, loss_head="fused", validation_loss=False))
         assert json.loads((result.out / "train_config.json").read_text())["loss_head"] == "fused"
         assert math.isfinite(result.metrics["train_loss"])
 
@@ -284,7 +285,7 @@ class TestBench:
 @pytest.fixture(scope="module")
 def snapped(workdir):
     """A 5-step run with an adapter snapshot every 2 steps."""
-    return run_training(config(workdir, "snap", max_steps=5, snapshot_steps=2, save_steps=2, eval=False))
+    return run_training(config(workdir, "snap", max_steps=5, snapshot_steps=2, save_steps=2, validation_loss=False))
 
 
 class TestSnapshots:
@@ -428,7 +429,7 @@ class TestPrecision:
         adapters (the only trainable parameters, as saved) fp32; the record names the mode."""
         from safetensors import safe_open
 
-        result = run_training(config(workdir, f"prec-{precision}", max_steps=3, save_steps=0, eval=False,
+        result = run_training(config(workdir, f"prec-{precision}", max_steps=3, save_steps=0, validation_loss=False,
                                      precision=precision))
         frozen = {p.dtype for p in result.model.parameters() if not p.requires_grad}
         trainable = {p.dtype for p in result.model.parameters() if p.requires_grad}
@@ -450,7 +451,7 @@ class TestTopLayers:
         and layer 0's output needs no gradient (so backward never runs through it)."""
         from safetensors import safe_open
 
-        result = run_training(config(workdir, "top1", max_steps=3, save_steps=0, eval=False, lora_layers=1))
+        result = run_training(config(workdir, "top1", max_steps=3, save_steps=0, validation_loss=False, lora_layers=1))
         with safe_open(str(result.out / "adapter_model.safetensors"), "pt") as handle:
             keys = list(handle.keys())
         assert keys and all(".layers.1." in k for k in keys)
@@ -470,7 +471,7 @@ class TestTopLayers:
     def test_more_layers_than_the_model_is_user_error(self, workdir):
         with pytest.raises(UserError, match=r"^--lora-layers \(config train.lora_layers\): 3 exceeds the model's 2 "
                                             r"decoder layers$"):
-            run_training(config(workdir, "top3", max_steps=1, save_steps=0, eval=False, lora_layers=3))
+            run_training(config(workdir, "top3", max_steps=1, save_steps=0, validation_loss=False, lora_layers=3))
 
     def test_negative_is_user_error(self):
         with pytest.raises(UserError, match=r"^--lora-layers must be >= 0 \(0 = every layer\), got -1$"):
