@@ -83,9 +83,9 @@ SECTIONS = {
     "reader": "clerk.train.config:ReaderSection",
     "model": "clerk.models.spec:ModelSection",
     "train": "clerk.train.config:TrainSection",
-    "evaluate": "clerk.evaluate.config:EvaluateSection",
+    "evaluate": "clerk.evaluate.sections:EvaluateSection",
     "streams": "clerk.streams.config:StreamsSection",
-    "erasure": "clerk.evaluate.config:ErasureSection",
+    "erasure": "clerk.evaluate.sections:ErasureSection",
     "locomo": "clerk.locomo.config:LocomoSection",
 }
 

@@ -66,7 +66,7 @@ class TestOneDefault:
 
     def test_verb_defaults_are_the_sections(self):
         """clerk train and clerk learning-curve take the train and evaluate sections' defaults."""
-        from clerk.evaluate.config import EvaluateSection
+        from clerk.evaluate.sections import EvaluateSection
         from clerk.train.config import TrainConfig, TrainSection
         from clerk.train.curve import CurveConfig
 

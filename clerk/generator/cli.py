@@ -12,7 +12,7 @@ from typing import Any
 from clerk.atomic import check_out_file
 from clerk.config import add_settings
 from clerk.errors import UserError
-from clerk.evaluate.config import ErasureSection
+from clerk.evaluate.sections import ErasureSection
 from clerk.generator.config import WORLDS, DataSection, GeneratorConfig, SplitSection
 from clerk.generator.files import timeline_stats, write_timelines
 from clerk.generator.open_world import generate_open

@@ -18,7 +18,7 @@ from typing import Any
 
 from clerk.config import add_settings
 from clerk.errors import UserError
-from clerk.evaluate.config import EvaluateSection
+from clerk.evaluate.sections import EvaluateSection
 from clerk.locomo.bench import main_bench
 from clerk.locomo.config import LocomoSection
 from clerk.locomo.data import Conversation, LocomoConfig, Question

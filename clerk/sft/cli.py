@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from clerk.config import add_settings
-from clerk.evaluate.config import EvaluateSection
+from clerk.evaluate.sections import EvaluateSection
 from clerk.sft.config import TASKS, SFTSection, parse_weights
 from clerk.sft.dataset import sft_stats, to_dataset_dict, write_sft
 from clerk.sft.examples import SFTDataConfig, build_rows

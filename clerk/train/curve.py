@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from clerk.errors import UserError
-from clerk.evaluate.config import EvaluateSection
+from clerk.evaluate.sections import EvaluateSection
 from clerk.train.config import TrainSection
 
 COLUMNS = ("point", "step", "examples_seen", "constrained", "sessions", "op_f1", "add_f1", "update_f1", "tombstone_f1",
