@@ -770,7 +770,7 @@ class TestPrefixReuse:
         from clerk.models.loading import chat_prompt
         from clerk.scoring import mc as scoring
 
-        runtime = Runtime(LocomoEvalConfig(reader_model="base"), model_dir=str(workdir / "model"))
+        runtime = Runtime(LocomoEvalConfig(reader_model="base", reader_pmi=0.0), model_dir=str(workdir / "model"))
         conversations = load_locomo(PERCENA)
         rows, _ = evaluate_locomo(conversations, ["full"], runtime, progress=False)
         model, tok = runtime.model("base")

@@ -117,7 +117,7 @@ def copy_with_a_new_setting(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("repo")
     for name in ("clerk", "workflow", "config", "paper", "tests/fixtures"):
         shutil.copytree(ROOT / name, root / name, ignore=shutil.ignore_patterns("__pycache__", ".snakemake"))
-    source = root / "clerk/evaluate/config.py"
+    source = root / "clerk/evaluate/sections.py"
     text = source.read_text()
     anchor = "    constrained: bool = setting("
     assert text.count(anchor) == 1
