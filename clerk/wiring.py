@@ -1,5 +1,5 @@
 """The workflow's wiring in one importable place: constants the rules and the tests share, and the
-``--config`` object of each verb built from its config section.
+``--config`` object of each verb: a declared projection of the config's sections (:data:`STAGES`).
 
 The Snakefile's rule files (workflow/rules/*.smk) import this module; so do the tests, which never
 parse ``.smk`` source. Rules pass a stage's config to its verb as one JSON object
@@ -236,8 +236,8 @@ def _model(config: dict, wildcards: dict) -> dict:
     return {"kind": kind, **{key: config["model"][key] for key in KIND_FIELDS[kind]}}
 
 
-#: Every rule that runs a verb with a ``--config`` object (the default profile's sections are
-#: those of clerk.config.SECTIONS).
+#: Every rule that runs a verb with a ``--config`` object: the verb, the sections it reads (keys
+#: of clerk.config.SECTIONS; ``data.{split}``: the job's split) and what depends on the job.
 STAGES: dict[str, Stage] = {
     # the long-horizon probe uses the test names and phrasings
     "generate": Stage("generate", ("data", "data.{split}"),
