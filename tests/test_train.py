@@ -159,7 +159,8 @@ class TestRunTraining:
                 "--out", str(out), "--seed", "3", "--max-steps", "30", "--batch-size", "2", "--max-length", "512",
                 "--lr", "0.003", "--lora-r", "4", "--lora-alpha", "8", "--lora-targets", "q_proj,v_proj",
                 "--save-steps", "10", "--logging-steps", "1", "--bf16", "off", "--precision", "fp32",
-                "--device", "cpu", "--threads", "1"]
+                "--device", "cpu", "--threads", "1", "--lora-dropout", "0.05", "--validation-loss",
+                "--snapshot-steps", "0"]
         cmd = [sys.executable, "-m", "clerk.cli", *args]
         # CLERK_NUMERICS=native: the killed run computes with the kernel dispatch of this process
         # (torch was imported here before any pin could apply), where the rerun and the reference
