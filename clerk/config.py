@@ -1,4 +1,6 @@
-"""Validation of the workflow configuration against ``workflow/schemas/config.schema.yaml``.
+"""Validation of the workflow configuration against its schema: the layout and shared
+definitions of ``workflow/schemas/config.schema.yaml``, and each section's properties derived from
+the dataclass that declares its settings (:data:`SECTIONS`, :mod:`clerk.settings`).
 
 Snakemake's own ``validate`` reports only the failing value; a user editing a YAML file needs the
 *field*. This module names the field's dotted path, the expected value (the schema's description
@@ -70,9 +72,46 @@ def registry_enums() -> dict[str, list[str]]:
     }
 
 
+#: The sections of the config, in its order: key -> the dataclass that declares its settings
+#: (:mod:`clerk.settings`), as ``module:class`` so that importing this module stays light.
+SECTIONS = {
+    "data": "clerk.generator.config:DataSection",
+    "sft": "clerk.sft.config:SFTSection",
+    "reader": "clerk.train.config:ReaderSection",
+    "model": "clerk.models.spec:ModelSection",
+    "train": "clerk.train.config:TrainSection",
+    "evaluate": "clerk.evaluate.sections:EvaluateSection",
+    "streams": "clerk.streams.config:StreamsSection",
+    "erasure": "clerk.evaluate.sections:ErasureSection",
+    "locomo": "clerk.locomo.config:LocomoSection",
+}
+
+
+def section_class(name: str) -> type:
+    """The dataclass of config section ``name`` (:data:`SECTIONS`)."""
+    import importlib
+
+    module, _, cls = SECTIONS[name].partition(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+def add_settings(parser: Any, verb: str, *sections: type, **kwargs: Any) -> None:
+    """:func:`clerk.settings.add_settings` with the code's registries (:func:`registry_enums`) as
+    the allowed values of registry-backed choices: every verb adds its settings' flags with this."""
+    from clerk import settings
+
+    settings.add_settings(parser, verb, *sections, registries=registry_enums(), **kwargs)
+
+
 def load_schema(schema_file: str | Path = SCHEMA) -> dict[str, Any]:
-    """The schema with every registry-backed enum replaced by the code's set (:func:`registry_enums`)."""
+    """The schema: the file's top-level layout and ``$defs``, every section's properties derived
+    from its dataclass (:func:`clerk.settings.section_schema`), and every registry-backed enum
+    replaced by the code's set (:func:`registry_enums`)."""
+    from clerk.settings import section_schema
+
     schema = yaml.safe_load(Path(schema_file).read_text())
+    for name in SECTIONS:
+        schema.setdefault("properties", {})[name] = section_schema(section_class(name))
     for name, names in registry_enums().items():
         schema.setdefault("$defs", {}).setdefault(name, {})["enum"] = names
     return schema
