@@ -8,7 +8,7 @@ when it has one) and the value received, for every error at once, before any job
 
 Every name the code keeps a registry or fixed set for (memory systems, LoCoMo systems, eviction
 policies, model kinds, dtypes, readers, precision modes) is checked against the code's own set:
-:func:`registry_enums` replaces the schema's enums before validating, so the two cannot drift.
+:func:`~clerk.memory.choices.registry_enums` replaces the schema's enums before validating, so the two cannot drift.
 Cross-field facts a schema cannot state (the default capacity is one of the swept capacities,
 ...) are checked after it (:func:`_cross_checks`), and so are the facts about the machine a dry run
 can see: a relative path stays inside the repository, a configured file exists, the pinned GGUF is
@@ -41,37 +41,6 @@ class ConfigError(ValueError):
     """The configuration does not match the schema; the message lists every problem."""
 
 
-def registry_enums() -> dict[str, list[str]]:
-    """The allowed names of each registry-backed ``$defs`` entry of the schema, from the code.
-
-    >>> sorted(registry_enums())
-    ['bf16_mode', 'dtype', 'eviction_policy', 'locomo_system', 'memory_system', 'model_kind', 'precision', 'reader_model', 'view_kind']
-    >>> "summary-rag" in registry_enums()["memory_system"], "summary-rag" in registry_enums()["locomo_system"]
-    (False, True)
-    """
-    # Light imports only (no torch): this runs inside every `snakemake -n`.
-    from clerk.memory import MEMORY_REGISTRY
-    from clerk.memory.base import DTYPES, READER_MODELS
-    from clerk.memory.registry import LOCOMO, SYNTHETIC
-    from clerk.models.device import PRECISIONS
-    from clerk.models.spec import KINDS
-    from clerk.streams.engines import POLICIES
-    from clerk.train.config import BF16_MODES
-
-    synthetic = set(MEMORY_REGISTRY.in_order(SYNTHETIC))
-    return {
-        "memory_system": [name for name in MEMORY_REGISTRY.names() if name in synthetic],
-        "locomo_system": MEMORY_REGISTRY.in_order(LOCOMO),
-        "eviction_policy": sorted(POLICIES),
-        "model_kind": list(KINDS),
-        "dtype": list(DTYPES),
-        "reader_model": list(READER_MODELS),
-        "bf16_mode": list(BF16_MODES),
-        "precision": list(PRECISIONS),
-        "view_kind": MEMORY_REGISTRY.view_kinds(),
-    }
-
-
 #: The sections of the config, in its order: key -> the dataclass that declares its settings
 #: (:mod:`clerk.settings`), as ``module:class`` so that importing this module stays light.
 SECTIONS = {
@@ -80,9 +49,9 @@ SECTIONS = {
     "reader": "clerk.train.config:ReaderSection",
     "model": "clerk.models.spec:ModelSection",
     "train": "clerk.train.config:TrainSection",
-    "evaluate": "clerk.evaluate.sections:EvaluateSection",
+    "evaluate": "clerk.eval_sections:EvaluateSection",
     "streams": "clerk.streams.config:StreamsSection",
-    "erasure": "clerk.evaluate.sections:ErasureSection",
+    "erasure": "clerk.eval_sections:ErasureSection",
     "locomo": "clerk.locomo.config:LocomoSection",
 }
 
@@ -95,18 +64,11 @@ def section_class(name: str) -> type:
     return getattr(importlib.import_module(module), cls)
 
 
-def add_settings(parser: Any, verb: str, *sections: type, **kwargs: Any) -> None:
-    """:func:`clerk.settings.add_settings` with the code's registries (:func:`registry_enums`) as
-    the allowed values of registry-backed choices: every verb adds its settings' flags with this."""
-    from clerk import settings
-
-    settings.add_settings(parser, verb, *sections, registries=registry_enums(), **kwargs)
-
-
 def load_schema(schema_file: str | Path = SCHEMA) -> dict[str, Any]:
     """The schema: the file's top-level layout and ``$defs``, every section's properties derived
     from its dataclass (:func:`clerk.settings.section_schema`), and every registry-backed enum
-    replaced by the code's set (:func:`registry_enums`)."""
+    replaced by the code's set (:func:`~clerk.memory.choices.registry_enums`)."""
+    from clerk.memory.choices import registry_enums  # light: no torch (every `snakemake -n` runs it)
     from clerk.settings import section_schema
 
     schema = yaml.safe_load(Path(schema_file).read_text())

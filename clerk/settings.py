@@ -47,7 +47,7 @@ def setting(default: Any = dataclasses.MISSING, *, help: str, choices: tuple | s
         default: the one default (a list or dict default is copied per instance); none = required.
         help: one line on what the setting does (the flag's help, the schema's description).
         choices: the allowed values, or the name of a registry-backed ``$defs`` entry of the
-            schema (``"memory_system"``, ``"dtype"``...: :func:`clerk.config.registry_enums`).
+            schema (``"memory_system"``, ``"dtype"``...: :func:`clerk.memory.choices.registry_enums`).
         verbs: the ``clerk`` verbs that take the setting as an option (flag ``--name-with-dashes``).
         items: the schema of each item of a list, or of each value of a mapping.
         schema: further JSON-schema keywords (e.g. ``{"$ref": "#/$defs/path"}``, ``{"not": ...}``).
@@ -196,7 +196,7 @@ def add_settings(parser: Any, verb: str, *sections: type, registries: dict[str, 
     a required flag. ``defaults`` replaces the default of the named flags where the verb's own
     meaning of "not given" differs (e.g. ``personas=None``: the split's default size), and
     ``notes`` says what such a default means in the flag's help. ``registries``: the allowed names
-    of each registry-backed choice (:func:`clerk.config.add_settings` passes the code's).
+    of each registry-backed choice (:func:`clerk.memory.choices.add_settings` passes the code's; a verb of an earlier stage passes the sets it needs).
     """
     for field, hint in verb_settings(verb, *sections):
         meta = field.metadata
@@ -222,7 +222,10 @@ def add_settings(parser: Any, verb: str, *sections: type, registries: dict[str, 
         if origin in (tuple, list, dict):  # each item is checked by the verb, naming the bad one
             kwargs["metavar"] = "NAME" if choices is not None else kwargs.get("metavar")
         elif choices is not None and inner is not bool:
-            kwargs["choices"] = tuple((registries or {})[choices] if isinstance(choices, str) else choices)
+            if isinstance(choices, str) and choices not in (registries or {}):
+                raise KeyError(f"--{field.name.replace('_', '-')} of {verb!r}: its allowed values are the "
+                               f"registry set {choices!r}, which the verb did not pass (registries=)")
+            kwargs["choices"] = tuple(registries[choices] if isinstance(choices, str) else choices)
         if meta["metavar"]:
             kwargs["metavar"] = meta["metavar"]
         note = "" if default is dataclasses.MISSING else \

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clerk.config import SYNTHETIC_SESSION_FIELDS, ConfigError, load_and_validate, registry_enums, validate_config
+from clerk.config import SYNTHETIC_SESSION_FIELDS, ConfigError, load_and_validate, validate_config
+from clerk.memory.choices import registry_enums
 
 ROOT = Path(__file__).resolve().parent.parent
 PROFILES = ["config/config.yaml", "config/smoke.yaml", "config/paper.yaml", "config/open.yaml"]

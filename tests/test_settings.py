@@ -66,9 +66,9 @@ class TestOneDefault:
 
     def test_verb_defaults_are_the_sections(self):
         """clerk train and clerk learning-curve take the train and evaluate sections' defaults."""
-        from clerk.evaluate.sections import EvaluateSection
+        from clerk.eval_sections import EvaluateSection
+        from clerk.evaluate.curve import CurveConfig
         from clerk.train.config import TrainConfig, TrainSection
-        from clerk.train.curve import CurveConfig
 
         train = TrainConfig(sft="s", model="m", out="o")
         for field, _ in settings(TrainSection):
@@ -117,7 +117,7 @@ def copy_with_a_new_setting(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("repo")
     for name in ("clerk", "workflow", "config", "paper", "tests/fixtures"):
         shutil.copytree(ROOT / name, root / name, ignore=shutil.ignore_patterns("__pycache__", ".snakemake"))
-    source = root / "clerk/evaluate/sections.py"
+    source = root / "clerk/eval_sections.py"
     text = source.read_text()
     anchor = "    constrained: bool = setting("
     assert text.count(anchor) == 1

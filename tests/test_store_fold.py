@@ -15,11 +15,11 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from clerk.cli import main as clerk_main
 from clerk import fold as fold_module
-from clerk.store import open_store
+from clerk.cli import main as clerk_main
 from clerk.fold import IGNORABLE, fold, folded, ignorable
 from clerk.scrub import REDACTED, redact, value_pattern
+from clerk.store import open_store
 
 pg_server = pytest.fixture(scope="module")(pg_kit.serve)
 

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from clerk.config import add_settings
+from clerk.eval_sections import ErasureSection, EvaluateSection
 from clerk.evaluate.config import ErasureConfig, EvaluateConfig, ReadCostConfig
 from clerk.evaluate.erasure import run_erasure
 from clerk.evaluate.read_cost import run_read_cost
 from clerk.evaluate.runner import run_evaluate, runtime_from_config
-from clerk.evaluate.sections import ErasureSection, EvaluateSection
 from clerk.generator.config import DataSection
 from clerk.memory import MEMORY_REGISTRY, EvalConfig
+from clerk.memory.choices import add_settings
 
 
 def register_cli(sub: Any) -> None:

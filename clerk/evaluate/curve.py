@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from clerk.errors import UserError
-from clerk.evaluate.sections import EvaluateSection
+from clerk.eval_sections import EvaluateSection
 from clerk.train.config import TrainSection
 
 COLUMNS = ("point", "step", "examples_seen", "constrained", "sessions", "op_f1", "add_f1", "update_f1", "tombstone_f1",
@@ -145,8 +145,8 @@ def main(args: Any) -> None:
 
 def register_cli(sub: Any) -> None:
     """Add the ``learning-curve`` verb."""
-    from clerk.config import add_settings
     from clerk.generator.config import DataSection
+    from clerk.memory.choices import add_settings
 
     p = sub.add_parser("learning-curve", help="validation op-F1 of a run's adapter snapshots (the learning curve)",
                        description=__doc__.split("\n\n")[1].replace("\n", " "))

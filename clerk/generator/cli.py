@@ -10,13 +10,13 @@ import sys
 from typing import Any
 
 from clerk.atomic import check_out_file
-from clerk.config import add_settings
 from clerk.errors import UserError
-from clerk.evaluate.sections import ErasureSection
+from clerk.eval_sections import ErasureSection
 from clerk.generator.config import WORLDS, DataSection, GeneratorConfig, SplitSection
 from clerk.generator.files import timeline_stats, write_timelines
 from clerk.generator.open_world import generate_open
 from clerk.generator.timelines import generate_from_config
+from clerk.settings import add_settings
 
 
 def main(args: Any) -> None:

@@ -17,9 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from clerk.config import add_settings
 from clerk.errors import UserError
-from clerk.evaluate.sections import EvaluateSection
+from clerk.eval_sections import EvaluateSection
 from clerk.locomo.bench import main_bench
 from clerk.locomo.config import LocomoSection
 from clerk.locomo.data import Conversation, LocomoConfig, Question
@@ -41,6 +40,7 @@ from clerk.locomo.files import (
 from clerk.locomo.inspection import main_inspect
 from clerk.locomo.subsets import all_questions, count_by_category, restrict, stratified_subset
 from clerk.memory.base import DTYPES, Runtime
+from clerk.memory.choices import add_settings
 
 # --- clerk locomo ----------------------------------------------------------------------------
 

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
 from clerk.errors import UserError
-from clerk.evaluate.sections import EvaluateSection
+from clerk.eval_sections import EvaluateSection
 
 READERS = ("mc", "rule")
 READER_MODELS = ("base", "adapter", "reader")

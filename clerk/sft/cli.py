@@ -10,8 +10,8 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from clerk.config import add_settings
-from clerk.evaluate.sections import EvaluateSection
+from clerk.eval_sections import EvaluateSection
+from clerk.memory.choices import add_settings
 from clerk.sft.config import TASKS, SFTSection, parse_weights
 from clerk.sft.dataset import sft_stats, to_dataset_dict, write_sft
 from clerk.sft.examples import SFTDataConfig, build_rows

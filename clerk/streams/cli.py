@@ -9,9 +9,9 @@ from __future__ import annotations
 import argparse
 
 from clerk.atomic import check_out_file, write_text
-from clerk.config import add_settings
 from clerk.errors import UserError
 from clerk.ledger import dumps
+from clerk.settings import add_settings
 from clerk.streams.config import StreamsSection
 from clerk.streams.engines import POLICIES, get_policy
 from clerk.streams.generation import load_stream, make_stream

@@ -12,7 +12,7 @@ import json
 import sys
 from pathlib import Path
 
-from clerk.config import add_settings
+from clerk.memory.choices import add_settings
 from clerk.train.bench import MODES, bench_throughput
 from clerk.train.config import LOSS_HEADS, TrainConfig, TrainSection, _csv_tuple
 from clerk.train.trainer import run_training

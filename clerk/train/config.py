@@ -14,11 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from clerk.errors import UserError
-from clerk.models.device import PRECISIONS
+from clerk.models.device import BF16_MODES, PRECISIONS
 from clerk.settings import setting
 
 DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-BF16_MODES = ("auto", "on", "off")
 LOSS_HEADS = ("auto", "full", "fused")
 
 

@@ -4,7 +4,7 @@ of tables 1, 3 and 5 and the reader and writer knobs every replay shares.
 They import nothing of the memory systems, so :class:`clerk.memory.EvalConfig` takes its defaults
 from here (one default per setting).
 
-    python -c "from clerk.evaluate.sections import EvaluateSection; print(EvaluateSection.window_k)"
+    python -c "from clerk.eval_sections import EvaluateSection; print(EvaluateSection.window_k)"
 """
 
 from __future__ import annotations
