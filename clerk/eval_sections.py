@@ -22,8 +22,9 @@ class EvaluateSection:
     """The memory systems of tables 1 and 3, and the reader and writer knobs every replay shares
     (``evaluate``)."""
 
+    # No default: which systems a table compares is the profile's choice, and the memory registry is
+    # the one list of system names (by hand: --systems is required).
     systems: tuple[str, ...] = setting(
-        ["clerk", "oracle", "prompted-ledger", "full", "window", "rag", "add-only"],
         help="memory systems (registry keys of clerk/memory/), in order", choices="memory_system", min_items=1,
         unique=True, verbs=("evaluate",))
     window_k: int = setting(2, help="sessions shown by the window view", minimum=1,
@@ -68,8 +69,9 @@ class ErasureSection:
     sessions: int = setting(8, help="sessions per persona (session 0 states facts)", minimum=2, verbs=("generate",))
     forgets: int = setting(2, help="forget requests per persona, one per session >= 1 (at most sessions - 1)",
                            minimum=1, verbs=("generate",), metavar="K")
+    # No default: which systems a table compares is the profile's choice, and the memory registry is
+    # the one list of system names (by hand: --systems is required).
     systems: tuple[str, ...] = setting(
-        ["clerk", "oracle", "full", "window", "rag", "add-only"],
         help="systems replayed with the forget requests delivered (table 5's main rows)", choices="memory_system",
         min_items=1, unique=True, verbs=("erasure",))
     # No default: the naive contrast's systems are the profile's choice (by hand: none).

@@ -43,7 +43,8 @@ from clerk.locomo.files import FORMAT_LOCOMO10, FORMAT_PERCENA, detect_format, l
 from clerk.locomo.locomo10 import NOT_MENTIONED, SOURCE_LOCAL, build_mc_options, load_locomo10
 from clerk.locomo.percena import SOURCE_PERCENA, conv_id_from_question_id, load_percena
 from clerk.locomo.subsets import stratified_subset, summarize
-from clerk.memory import Runtime
+from clerk.memory import MEMORY_REGISTRY, Runtime
+from clerk.memory.registry import LOCOMO
 from clerk.memory.summary_rag import SummaryRagMemory
 from clerk.memory.text import session_lines
 from clerk.report.locomo import table2
@@ -62,6 +63,9 @@ MISSING_TAIL = (
     "(clerk locomo --data FILE) to that file, or set locomo.download: true (clerk locomo --download) where the "
     "network allows"
 )
+
+#: Every system LoCoMo serves, from the registry (the one list of system names).
+ALL_LOCOMO = MEMORY_REGISTRY.in_order(LOCOMO)
 
 
 @pytest.fixture(autouse=True)
@@ -105,7 +109,7 @@ def run(workdir) -> Path:
     out = workdir / "run"
     clerk_main(["locomo", "--data", str(PERCENA), "--model", str(workdir / "model"), "--adapter",
                 str(workdir / "adapter"), "--out", str(out), "--max-new-tokens", "4", "--batch-size", "2",
-                "--seed", "7", "--quiet"])
+                "--seed", "7", "--systems", *ALL_LOCOMO, "--quiet"])
     return out
 
 
@@ -544,7 +548,7 @@ class TestCli:
         """A budget below one is refused naming the field."""
         with pytest.raises(SystemExit) as exc:
             clerk_main(["locomo", "--data", str(PERCENA), "--model", str(workdir / "model"), "--out",
-                        str(tmp_path / "o"), "--budget", "0"])
+                        str(tmp_path / "o"), "--systems", "full", "--budget", "0"])
         assert exc.value.code == 2
         assert capsys.readouterr().err == "clerk locomo: error: budget must be an int >= 1, got 0\n"
 

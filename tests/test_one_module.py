@@ -36,6 +36,7 @@ NOT_THE_SYSTEM: dict[tuple[str, str], str] = {
     # Ordinary words.
     ("clerk/train/config.py", "full"): "a loss head (the full vocabulary logits), not the full-transcript system",
     ("clerk/inputs.py", "null"): "the JSON type name of None in input-check messages",
+    ("clerk/settings.py", "null"): "the JSON-schema type name of None in a setting's derived schema",
 }
 
 

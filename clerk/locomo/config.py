@@ -1,6 +1,6 @@
 """The workflow's ``locomo`` section: LoCoMo transfer (SPEC §7).
 
-    python -c "from clerk.locomo.config import LocomoSection; print(LocomoSection())"
+    python -c "from clerk.locomo.config import LocomoSection; print(LocomoSection.max_questions)"
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from clerk.settings import setting
 
 
-@dataclass
+@dataclass(kw_only=True)
 class LocomoSection:
     """The LoCoMo data, its question subset, and the ledger systems' form on it (``locomo``)."""
 
@@ -24,8 +24,10 @@ class LocomoSection:
     subset_seed: int = setting(
         0, help="seed of the question subset, the same for every LoCoMo job of a run, so every system and seed "
         "answers the same questions", minimum=0, verbs=("locomo",), metavar="S")
+    # No default: which systems a table compares is the profile's choice, and the memory registry is
+    # the one list of system names (by hand: --systems is required).
     systems: tuple[str, ...] = setting(
-        ["clerk", "prompted-ledger", "full", "summary-rag"], help="memory systems evaluated on LoCoMo",
+        help="memory systems evaluated on LoCoMo",
         choices="locomo_system", min_items=1, unique=True, verbs=("locomo",))
     ledger: str = setting(
         "closed", help="ledger form of the ledger systems: open (the two speakers as subjects, coined keys, dates; "
