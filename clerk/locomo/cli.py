@@ -1,8 +1,9 @@
-"""The LoCoMo verbs: ``clerk locomo`` (resolve, load, subset, evaluate, write) and the parsers of all four.
+"""The LoCoMo verbs: ``clerk locomo`` (resolve, load, subset, evaluate, write) and the parsers of three.
 
 ``clerk locomo`` is here; the other verbs' work lives with its concept: ``clerk locomo-inspect``
-(:mod:`clerk.locomo.inspection`), ``clerk table-locomo`` (:mod:`clerk.locomo.table2`) and
-``clerk bench-locomo-prefix`` (:mod:`clerk.locomo.bench`).
+(:mod:`clerk.locomo.inspection`) and ``clerk bench-locomo-prefix`` (:mod:`clerk.locomo.bench`);
+``clerk table-locomo`` is registered by :mod:`clerk.locomo.table2` itself, so that the LoCoMo jobs'
+code inputs hold no table code.
 
     clerk locomo --help
 """
@@ -39,7 +40,6 @@ from clerk.locomo.files import (
 )
 from clerk.locomo.inspection import main_inspect
 from clerk.locomo.subsets import all_questions, count_by_category, restrict, stratified_subset
-from clerk.locomo.table2 import main_table
 from clerk.memory.base import DTYPES, READER_MODELS, Runtime
 
 # --- clerk locomo ----------------------------------------------------------------------------
@@ -253,33 +253,6 @@ def _add_inspect(sub: argparse._SubParsersAction) -> None:
     q.set_defaults(func=main_inspect)
 
 
-def _add_table(sub: argparse._SubParsersAction) -> None:
-    """``clerk table-locomo``."""
-    t = sub.add_parser(
-        "table-locomo",
-        help="table 2: LoCoMo accuracy per system and category, aggregated over seeds",
-        description="Aggregate LoCoMo metrics.json files (one per seed) over seeds: n, mean, sd (ddof=1) and the "
-        "95 %% t-interval of accuracy (non-adversarial), per-category and adversarial accuracy, read tokens, "
-        "truncation rate and question count. Writes a CSV and optionally a compact Markdown table.",
-    )
-    t.add_argument("--metrics", nargs="+", required=True, metavar="FILE",
-                   help="LoCoMo metrics.json files, e.g. results/locomo/*/metrics.json")
-    t.add_argument("--out", required=True, metavar="CSV", help="output CSV, e.g. results/table2.csv")
-    t.add_argument("--markdown", default=None, metavar="MD",
-                   help="also write the compact Markdown table (mean ± 95 %% half-width) here; default: none")
-    t.add_argument("--predictions", nargs="+", default=None, metavar="FILE",
-                   help="the jobs' predictions.jsonl (each beside its metrics.json): adds clerk minus each other "
-                   "system on the same non-adversarial questions, paired bootstrap over (seed, conversation) "
-                   "(clerk.locomo.paired); default: none")
-    t.add_argument("--paired-out", dest="paired_out", default=None, metavar="CSV",
-                   help="CSV of the paired comparisons (needs --predictions); the Markdown table gets them too")
-    t.add_argument("--tolerances", default=None, metavar="YAML",
-                   help="tolerances file (paper/tolerances.yaml): a paired comparison is then conclusive only when "
-                   "its interval clears zero by more than the declared machine spread of table2_paired.csv's "
-                   "bootstrap bounds; default: none (margin 0)")
-    t.set_defaults(func=main_table)
-
-
 def _add_bench(sub: argparse._SubParsersAction) -> None:
     """``clerk bench-locomo-prefix``."""
     b = sub.add_parser(
@@ -306,8 +279,8 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
 
 
 def register_cli(sub: argparse._SubParsersAction) -> None:
-    """Add ``clerk locomo``, ``clerk locomo-inspect``, ``clerk table-locomo`` and ``clerk bench-locomo-prefix``."""
+    """Add ``clerk locomo``, ``clerk locomo-inspect`` and ``clerk bench-locomo-prefix`` (``clerk table-locomo``
+    is :mod:`clerk.locomo.table2`'s)."""
     _add_locomo(sub)
     _add_inspect(sub)
-    _add_table(sub)
     _add_bench(sub)

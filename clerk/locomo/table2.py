@@ -146,3 +146,30 @@ def main_table(args: argparse.Namespace) -> None:
         Path(args.markdown).write_text(to_markdown(compact) + after, encoding="utf-8")
     print(f"clerk table-locomo: {len(df)} systems from {len(args.metrics)} metrics files -> {args.out}",
           file=sys.stderr)
+
+
+def register_cli(sub: argparse._SubParsersAction) -> None:
+    """Add ``clerk table-locomo``."""
+    t = sub.add_parser(
+        "table-locomo",
+        help="table 2: LoCoMo accuracy per system and category, aggregated over seeds",
+        description="Aggregate LoCoMo metrics.json files (one per seed) over seeds: n, mean, sd (ddof=1) and the "
+        "95 %% t-interval of accuracy (non-adversarial), per-category and adversarial accuracy, read tokens, "
+        "truncation rate and question count. Writes a CSV and optionally a compact Markdown table.",
+    )
+    t.add_argument("--metrics", nargs="+", required=True, metavar="FILE",
+                   help="LoCoMo metrics.json files, e.g. results/locomo/*/metrics.json")
+    t.add_argument("--out", required=True, metavar="CSV", help="output CSV, e.g. results/table2.csv")
+    t.add_argument("--markdown", default=None, metavar="MD",
+                   help="also write the compact Markdown table (mean ± 95 %% half-width) here; default: none")
+    t.add_argument("--predictions", nargs="+", default=None, metavar="FILE",
+                   help="the jobs' predictions.jsonl (each beside its metrics.json): adds clerk minus each other "
+                   "system on the same non-adversarial questions, paired bootstrap over (seed, conversation) "
+                   "(clerk.locomo.paired); default: none")
+    t.add_argument("--paired-out", dest="paired_out", default=None, metavar="CSV",
+                   help="CSV of the paired comparisons (needs --predictions); the Markdown table gets them too")
+    t.add_argument("--tolerances", default=None, metavar="YAML",
+                   help="tolerances file (paper/tolerances.yaml): a paired comparison is then conclusive only when "
+                   "its interval clears zero by more than the declared machine spread of table2_paired.csv's "
+                   "bootstrap bounds; default: none (margin 0)")
+    t.set_defaults(func=main_table)
