@@ -1,4 +1,5 @@
-"""Issues 12 and 13's acceptance figures (and the erasure study's leak rates), from one run's files.
+"""The recipe's acceptance figures (the reader's and the policy's goals, and the erasure study's leak rates),
+from one run's files.
 
     python benchmarks/acceptance.py --run RUN [--against OTHER_RUN]
 

@@ -1,4 +1,4 @@
-"""Closed-loop CONSOLIDATE examples (issue 13 lever; DAgger-style), from TRAINING personas only.
+"""Closed-loop CONSOLIDATE examples (a closed-loop drift lever; DAgger-style), from TRAINING personas only.
 
 A trained policy evaluated session after session writes against its own ledger, which drifts from
 gold after its first mistake; the SFT set only ever shows it gold ledgers (teacher forcing). This

@@ -1,4 +1,4 @@
-r"""EVICT lever (issue 13): who picks the victim, on VALIDATION personas, without teacher forcing.
+r"""EVICT lever (the policy's weakest op): who picks the victim, on VALIDATION personas, without teacher forcing.
 
 The shipped policy writes ``EVICT <pred>`` itself; the grammar only makes it evict when an ADD
 meets a full ledger. On the test splits its EVICT F1 (0.52-0.71 per seed) is far below its other

@@ -1,4 +1,4 @@
-r"""Where closed-loop drift starts (issue 13): the policy's errors on sessions whose ledger still equals gold.
+r"""Where closed-loop drift starts: the policy's errors on sessions whose ledger still equals gold.
 
 ``benchmarks/evict_victim.py`` found that most EVICT errors follow an earlier error that made the
 system's ledger drift from gold. This script sorts the errors that *start* the drift: it reads the

@@ -1,6 +1,6 @@
 """Writer KV cache: the preallocated cache (clerk.models.decoding._preallocated_cache) vs the concatenating
 DynamicCache it replaced, on one loaded model, interleaved in 2 rounds; prints whether the greedy
-outputs are identical and the seconds of each (issue 45, benchmarks/numerics.md).
+outputs are identical and the seconds of each (benchmarks/numerics.md).
 
     python benchmarks/kv_cache_check.py float32 resources/cache/smollm2-135m
 """
@@ -12,7 +12,7 @@ from transformers import DynamicCache
 
 import clerk.models.decoding as dec
 from clerk.models.loading import chat_prompt, load_model
-from clerk.scoring.prefix import _fork_cache
+from clerk.models.prefix import _fork_cache
 
 new_fn = dec._preallocated_cache
 def old_fn(capacity, prefix=None):

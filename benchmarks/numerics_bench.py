@@ -1,4 +1,4 @@
-r"""Training, reading and writing throughput of each precision mode on this machine (issue 45).
+r"""Training, reading and writing throughput of each precision mode on this machine.
 
 Extends the two benchmarks the package has (``clerk bench-train``: :func:`clerk.train.bench.bench_throughput`;
 ``clerk bench-scoring``: :func:`clerk.scoring.bench.bench_dtypes`) and prints one Markdown record:

@@ -1,4 +1,4 @@
-r"""Is a closed-loop policy difference more than persona sampling? A paired bootstrap (issue 13).
+r"""Is a closed-loop policy difference more than persona sampling? A paired bootstrap.
 
 Two policies scored closed loop by ``benchmarks/evict_victim.py --victim policy`` on the same
 validation personas (one ``programs.jsonl`` per run and seed) are re-scored here from their logged

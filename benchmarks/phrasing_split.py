@@ -1,4 +1,4 @@
-"""Phrasing-diversity lever (issues 12 and 13: the out-of-distribution gap), its catalogues.
+"""Phrasing-diversity lever (the out-of-distribution gap of reader and policy), its catalogues.
 
 The in-distribution catalogue (``clerk/phrasing/catalogue.yaml``) has 2-3 templates per predicate
 and kind; the policy and the reader trained on it do not transfer to the disjoint phrasings of

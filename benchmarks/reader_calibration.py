@@ -68,7 +68,7 @@ def option_scores(reader, view_text: str, questions: list[dict]) -> list[list[tu
     from clerk import prompts
     from clerk.memory.reader import split_prompt
     from clerk.models.loading import chat_prompt
-    from clerk.scoring.prefix import encode_text, token_ids
+    from clerk.models.prefix import encode_text, token_ids
     from clerk.scoring.tree import Query, score_tree
 
     tok = reader.tokenizer

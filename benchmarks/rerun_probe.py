@@ -1,4 +1,4 @@
-"""Rerun probe (issue 14): what a model job computes, hashed bit for bit, under this process's settings.
+"""Rerun probe (reproducing a run): what a model job computes, hashed bit for bit, under this process's settings.
 
 One probe = one fresh process: the numeric settings under test (``ATEN_CPU_CAPABILITY``,
 ``MKL_CBWR``, ``ONEDNN_MAX_CPU_ISA``, ...) are environment variables that torch and its libraries

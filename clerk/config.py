@@ -48,28 +48,25 @@ def registry_enums() -> dict[str, list[str]]:
     (False, True)
     """
     # Light imports only (no torch): this runs inside every `snakemake -n`.
-    from clerk.locomo.data import LOCOMO_SYSTEMS
     from clerk.memory import MEMORY_REGISTRY
     from clerk.memory.base import DTYPES, READER_MODELS
-    from clerk.memory.views import VIEW_KINDS
+    from clerk.memory.registry import LOCOMO, SYNTHETIC
     from clerk.models.device import PRECISIONS
     from clerk.models.spec import KINDS
     from clerk.streams.engines import POLICIES
     from clerk.train.config import BF16_MODES
 
-    def serves_synthetic(name: str) -> bool:
-        return set(getattr(MEMORY_REGISTRY.get(name), "session_fields", ())) <= SYNTHETIC_SESSION_FIELDS
-
+    synthetic = set(MEMORY_REGISTRY.in_order(SYNTHETIC))
     return {
-        "memory_system": [name for name in MEMORY_REGISTRY.names() if serves_synthetic(name)],
-        "locomo_system": list(LOCOMO_SYSTEMS),
+        "memory_system": [name for name in MEMORY_REGISTRY.names() if name in synthetic],
+        "locomo_system": MEMORY_REGISTRY.in_order(LOCOMO),
         "eviction_policy": sorted(POLICIES),
         "model_kind": list(KINDS),
         "dtype": list(DTYPES),
         "reader_model": list(READER_MODELS),
         "bf16_mode": list(BF16_MODES),
         "precision": list(PRECISIONS),
-        "view_kind": list(VIEW_KINDS),
+        "view_kind": MEMORY_REGISTRY.view_kinds(),
     }
 
 

@@ -75,8 +75,6 @@ NO_DIGITS_IN = ("Abstract", "Setup", "Results", "Eviction study", "Erasure")
 
 #: Model jobs: they claim the GPU when one is visible (workflow/rules/common.smk).
 MODEL_RULES = ("train", "train_reader", "evaluate", "locomo", "locomo_shared", "learning_curve", "erasure")
-#: LoCoMo systems whose result depends on the experiment seed: the trained policy writes them.
-SEEDED_LOCOMO_SYSTEMS = ("clerk",)
 
 
 def locomo_systems(config: dict) -> tuple[list[str], list[str]]:
@@ -89,10 +87,14 @@ def locomo_systems(config: dict) -> tuple[list[str], list[str]]:
     >>> locomo_systems({"locomo": {"systems": ["clerk", "full"]}, "evaluate": {"reader_model": "adapter"}})
     (['clerk', 'full'], [])
     """
+    from clerk.memory import MEMORY_REGISTRY
+
     systems = list(config["locomo"]["systems"])
     if config["evaluate"]["reader_model"] == "adapter":
         return systems, []
-    return [s for s in systems if s in SEEDED_LOCOMO_SYSTEMS], [s for s in systems if s not in SEEDED_LOCOMO_SYSTEMS]
+    # The seed's trained policy (the adapter) writes it (the system's class's writer_kind).
+    seeded = {s for s in systems if MEMORY_REGISTRY.info(s).writer_kind == "adapter"}
+    return [s for s in systems if s in seeded], [s for s in systems if s not in seeded]
 
 
 Products = list[dict[str, list[str]]]

@@ -1,4 +1,4 @@
-"""Bad input to every verb that reads a file, driven as a user would (issue 48).
+"""Bad input to every verb that reads a file, driven as a user would.
 
 Each file argument gets a missing path, an empty file, a truncated one, one of the wrong shape
 ("mistyped"), bytes that are not UTF-8 and a folder. The verb must answer with exit status 2 and
@@ -292,6 +292,37 @@ class TestNothingChecked:
                          "--workdir", ok["root"]])
         assert_one_line(code, err, "verify", "--manifest" if which == "files" else "--numbers")
         assert "nothing to verify" in err
+
+    @pytest.mark.parametrize("size", [-1, float("nan"), float("inf"), 1.5, "6", True])
+    def test_verify_refuses_a_size_that_is_not_one(self, ok, tmp_path, size):
+        """A manifest entry's ``bytes`` is a whole number >= 0 or null, nothing else (NaN included)."""
+        manifest = json.loads(ok["manifest.json"].read_text())
+        manifest["files"]["a.txt"]["bytes"] = size
+        bad = tmp_path / "manifest.json"
+        bad.write_text(json.dumps(manifest))  # writes NaN and Infinity as JSON's extensions do
+        code, err = run(["verify", "--manifest", bad, "--numbers", ok["numbers.json"], "--paper", "none",
+                         "--lock", "none", "--workdir", ok["root"]])
+        assert_one_line(code, err, "verify", "--manifest")
+        assert err.strip().endswith(f"files['a.txt'] field 'bytes' must be a whole number >= 0 (the size in bytes) "
+                                    f"or null, got {size!r}"), err
+
+    @pytest.mark.parametrize("field,value,allowed", [
+        ("budget", "6", "a whole number >= 1 (the ledger's slots)"), ("budget", 0, "a whole number >= 1 (the ledger's slots)"),
+        ("budget", 6.0, "a whole number >= 1 (the ledger's slots)"), ("seed", "3", "a whole number"),
+        ("name", "", "a non-empty string"), ("split", None, "a string")])
+    def test_evaluate_names_a_bad_persona_field_with_file_and_line(self, ok, tmp_path, field, value, allowed):
+        """A persona whose ``budget`` is the string "6" (or any field of the wrong kind) is refused at
+        load, naming the file, the line, the field and the value: no ValueError from deep inside."""
+        personas = ok["t.jsonl"].read_text().splitlines()
+        persona = json.loads(personas[0])
+        persona[field] = value
+        bad = tmp_path / "t.jsonl"
+        bad.write_text(personas[0] + "\n" + json.dumps(persona) + "\n")
+        code, err = run(["evaluate", "--timelines", bad, "--model", ok["model"], "--systems", "oracle", "--reader",
+                         "rule", "--out", tmp_path / "ev", "--quiet"])
+        assert_one_line(code, err, "evaluate", "--timelines")
+        assert err.strip() == (f"clerk evaluate: error: --timelines {str(bad)!r}: line 2: field {field!r} must be "
+                               f"{allowed}, got {value!r}")
 
     @pytest.mark.parametrize("edit", ["no-sessions", "no-questions", "turns-5"])
     def test_evaluate_refuses_timelines_with_nothing_to_evaluate(self, ok, tmp_path, edit):

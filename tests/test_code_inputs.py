@@ -21,9 +21,14 @@ from pathlib import Path
 import pytest
 
 from clerk import cli
-from clerk.provenance.code_inputs import SHARED, ImportGraph, import_graph, verb_code
+from clerk.provenance.code_inputs import SHARED, ImportGraph, import_graph, module_code
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+def _verb_code(verb: str) -> list[str]:
+    """The code inputs of a job of ``clerk VERB`` (as workflow/rules/common.smk's code())."""
+    return module_code(cli.VERBS[verb][0], root=ROOT / "clerk")
 
 
 def _write(root: Path, files: dict[str, str]) -> None:
@@ -45,6 +50,12 @@ def package(tmp_path, monkeypatch) -> ImportGraph:
         "pkg/shared.py": "",
         "pkg/typed.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    import pkg.other\n",
         "pkg/lonely.py": "import pkg.top\n",
+        "pkg/plugins/__init__.py": "",
+        "pkg/plugins/one.py": "",
+        "pkg/plugins/two.py": "",
+        "pkg/scan.py": ("import importlib, pkgutil\n\ndef load():\n    for m in pkgutil.iter_modules(['x']):\n"
+                        "        importlib.import_module('pkg.plugins.' + m.name)\n\nPACKAGE = 'pkg.plugins'\n"),
+        "pkg/names.py": "PACKAGE = 'pkg.plugins'  # a string alone is no scan\n",
     })
     monkeypatch.chdir(tmp_path)
     return ImportGraph("pkg")
@@ -58,6 +69,19 @@ def test_closure_follows_imports_inside_functions_relative_imports_and_packages(
     assert not any("pkg.lonely" in package.closure(m) for m in package.files if m != "pkg.lonely")
 
 
+def test_a_package_scan_imports_every_module_of_the_package_it_names(package):
+    assert package.closure("pkg.scan") == {"pkg", "pkg.scan", "pkg.plugins", "pkg.plugins.one", "pkg.plugins.two"}
+    assert package.closure("pkg.names") == {"pkg", "pkg.names"}
+
+
+def test_every_memory_system_comes_with_the_registry():
+    """The memory registry imports every module of clerk/memory/ (a package scan): each is a code
+    input of every verb that asks it."""
+    systems = {str(p) for p in (ROOT / "clerk/memory").glob("*.py")}
+    assert systems <= set(_verb_code("evaluate"))
+    assert not systems & set(_verb_code("generate"))
+
+
 def test_paths_are_named_as_the_workflow_names_them(package):
     assert package.paths(package.closure("pkg.sub.leaf")) == [
         "pkg/__init__.py", "pkg/other.py", "pkg/shared.py", "pkg/sub/__init__.py", "pkg/sub/leaf.py",
@@ -67,8 +91,6 @@ def test_paths_are_named_as_the_workflow_names_them(package):
 def test_an_unknown_module_is_an_error(package):
     with pytest.raises(KeyError, match="pkg.nowhere"):
         package.closure("pkg.top", "pkg.nowhere")
-    with pytest.raises(KeyError, match="unknown clerk verb 'no-such-verb'"):
-        verb_code("no-such-verb", root=ROOT / "clerk")
 
 
 def test_the_graph_is_read_once_per_directory(package, tmp_path):
@@ -80,12 +102,12 @@ def test_every_verb_runs_the_shared_module_and_its_own():
     graph = import_graph(ROOT / "clerk")
     shared = graph.paths(graph.closure(SHARED))
     for verb, (module, _) in cli.VERBS.items():
-        files = verb_code(verb, root=ROOT / "clerk")
+        files = _verb_code(verb)
         assert set(shared) <= set(files), verb
         assert str(graph.files[module]) in files, verb
         assert str(ROOT / "clerk/cli.py") not in files, verb  # the dispatcher is no code input
     # A stage's code holds no other stage's verbs.
-    assert not [f for f in verb_code("train", root=ROOT / "clerk") if "/report/" in f or "/evaluate/" in f]
+    assert not [f for f in _verb_code("train") if "/report/" in f or "/evaluate/" in f]
 
 
 def test_the_verb_table_matches_the_modules():

@@ -1,4 +1,4 @@
-"""Compositional wording (clerk.generator.compose, issue 46): only the wording changes.
+"""Compositional wording (clerk.generator.compose): only the wording changes.
 
     python -m pytest tests/test_compose.py -q
 """

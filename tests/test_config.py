@@ -63,7 +63,7 @@ BAD_CONFIGS = [
     ("train.curve_sessions", -1, "config.train.curve_sessions: -1 is less than the minimum of 0"),
     ("evaluate.constrained", "yes", "config.evaluate.constrained: 'yes' is not of type 'boolean'"),
     ("evaluate.baseline_reader", "base", "config.evaluate: Additional properties are not allowed ('baseline_reader' was unexpected)"),
-    # The eviction-pressure slice and the teacher-forced writers (issue 46).
+    # The eviction-pressure slice and the teacher-forced writers.
     ("data.test.evict_personas", -1, "config.data.test.evict_personas: -1 is less than the minimum of 0"),
     ("data.test_ood.evict_personas", 2.0, "config.data.test_ood.evict_personas: 2.0 is a float, not an integer (write 2)"),
     ("data.test.evict_adds", [4, 3], "config.data.test.evict_adds: [4, 3] has low 4 above high 3 "
@@ -183,12 +183,12 @@ class TestValidateConfig:
 
     def test_answer_view_kinds_are_the_readers_views(self):
         """The view kinds config may name are exactly those clerk.memory.views builds."""
-        from clerk.memory.views import VIEW_KINDS
+        from clerk.memory import MEMORY_REGISTRY
 
-        assert registry_enums()["view_kind"] == list(VIEW_KINDS)
+        assert registry_enums()["view_kind"] == MEMORY_REGISTRY.view_kinds()
         for profile in PROFILES:
             views = yaml.safe_load((ROOT / profile).read_text()).get("sft", {}).get("answer_views", {})
-            assert set(views) <= set(VIEW_KINDS), profile
+            assert set(views) <= set(MEMORY_REGISTRY.view_kinds()), profile
 
 
 class TestRegistryBackedNames:

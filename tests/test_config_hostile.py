@@ -1,5 +1,5 @@
-"""Hostile configurations (issue 48 items 1 and 6): every one is rejected before any job runs,
-by one line naming the field, the value and what is allowed.
+"""Hostile configurations (names and paths that reach a shell, values a schema cannot check): every
+one is rejected before any job runs, by one line naming the field, the value and what is allowed.
 
 Each bad config used to pass ``snakemake -n`` (a float budget, a reversed question range, a budget
 below the initial facts, a model folder ``..``, a path leaving the repository, a missing GGUF or
@@ -20,7 +20,7 @@ from workflow_kit import ROOT, copy_sources, run_snakemake
 
 from clerk.config import ConfigError, load_and_validate, validate_config
 
-#: The injection of issue 48: before the repo_id pattern, `snakemake resources/models/inj` ran
+#: A shell injection through the config: before the repo_id pattern, `snakemake resources/models/inj` ran
 #: `clerk materialize-model --kind hf --repo-id x$(touch PWNED) ...` in a shell.
 INJECTION = {"name": "inj", "kind": "hf", "repo_id": "x$(touch PWNED)", "revision": "main"}
 HF = {"name": "q", "kind": "hf", "repo_id": "Qwen/Qwen2.5-0.5B-Instruct", "revision": "main"}

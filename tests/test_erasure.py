@@ -28,6 +28,7 @@ from clerk.generator.forgets import FORGOTTEN
 from clerk.generator.timelines import generate
 from clerk.memory import MEMORY_REGISTRY, EvalConfig, MemorySystem, Registry, Runtime, View, WriteResult
 from clerk.memory.forgetting import REDACTED, scrub_session
+from clerk.memory.registry import SYNTHETIC
 from clerk.prompts import UNKNOWN_ANSWER
 
 #: Systems that need no model to write (their forget is checked on every view of a replay).
@@ -285,7 +286,7 @@ class TestSystemForget:
         """The default forget raises, and the study refuses such a system by name."""
         reg = Registry()
 
-        @reg.register("toy")
+        @reg.register("toy", order=1, benchmarks=(SYNTHETIC,))
         class Toy(MemorySystem):
             version = "1"
 

@@ -20,6 +20,7 @@ from clerk.generator.files import write_timelines
 from clerk.generator.timelines import generate
 from clerk.memory import MEMORY_REGISTRY, EvalConfig, LedgerSystem, Proposal, Registry, Runtime
 from clerk.memory.ledger_system import ModelLedgerSystem
+from clerk.memory.registry import SYNTHETIC
 
 ALL = ["clerk", "oracle", "prompted-ledger", "full", "window", "rag", "add-only", "null"]
 
@@ -262,7 +263,7 @@ class TestGarbageWriter:
     def test_never_crashes_and_is_measured(self, workdir):
         """Garbage output never breaks the budget; it shows up as parse failures and invalid ops."""
         local = Registry()
-        local.register("garbage")(Garbage)
+        local.register("garbage", order=1, benchmarks=(SYNTHETIC,))(Garbage)
         tok_dir = workdir / "model"
         from transformers import AutoTokenizer
 
@@ -353,7 +354,7 @@ class TestTeacherForced:
         from clerk.metrics import micro_op_scores, op_scores, state_f1
 
         local = Registry()
-        local.register("drifting")(Drifting)
+        local.register("drifting", order=1, benchmarks=(SYNTHETIC,))(Drifting)
         timelines = generate(13, "test", personas=6, sessions=6, budget=5, evict_personas=2)
         rt = Runtime(EvalConfig(reader="rule", batch_size=4, teacher_forced=("drifting",)),
                      model_dir=str(workdir / "model"))

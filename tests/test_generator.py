@@ -502,8 +502,9 @@ class TestFiles:
     def test_bad_line(self, tmp_path):
         """A non-JSON line is a user error naming the line."""
         path = tmp_path / "t.jsonl"
-        first = json.dumps({"name": "Ari", "sessions": [{"index": 0, "turns": [], "events": [], "questions": [],
-                                                        "gold_ops": [], "ledger_before": [], "ledger_after": []}]})
+        session = {"index": 0, "turns": [], "events": [], "questions": [], "gold_ops": [], "ledger_before": [],
+                   "ledger_after": []}
+        first = json.dumps({"name": "Ari", "split": "test", "seed": 1, "budget": 4, "sessions": [session]})
         path.write_text(first + '\nnot json\n', encoding="utf-8")
         with pytest.raises(UserError, match=r"line 2 is not JSON"):
             load_timelines(path)

@@ -1,4 +1,4 @@
-"""Hostile input to the library (issue 48): erasure of values written without spaces, in another
+"""Hostile input to the library: erasure of values written without spaces, in another
 script or normal form; forgets aimed at the wrong store or subject; names that are not UTF-8;
 Python API edges (ledger ``now``, huge indices, generator values, a string session, adversarial
 program text).
@@ -21,8 +21,8 @@ from clerk import ledger as L
 from clerk.cli import main as clerk_main
 from clerk.errors import UserError
 from clerk.memory.forgetting import scrub_session
+from clerk.scrub import REDACTED, redact, value_pattern
 from clerk.store import ConcurrentPublish, StoreError, UnknownSubject, open_store
-from clerk.store.scrub import REDACTED, redact, value_pattern
 from clerk.store.sql import DATA_TABLES
 
 pg_server = pytest.fixture(scope="module")(pg_kit.serve)

@@ -1,4 +1,4 @@
-"""The instrument check (issue 12): the multiple-choice reader must read a gold ledger.
+"""The instrument check: the multiple-choice reader must read a gold ledger.
 
 The fixture (``tests/fixtures/instrument/timelines.jsonl``) holds two personas of seed 137's
 validation split (held out of every adapter's training): 14 gold ledgers and 42 questions of every
@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = ROOT / "tests/fixtures/instrument"
 MODEL_CACHE = ROOT / "resources/cache/smollm2-135m"
 TYPES = {"current", "superseded", "negated", "temporal", "unknown"}
-#: The bars of the check: far below issue 12's goal (0.95 per type), far above a reader that
+#: The bars of the check: far below the reader's goal (0.95 per type), far above a reader that
 #: answers from phrase priors (a type at 0.0-0.22 here).
 PER_TYPE, OVERALL = 0.75, 0.85
 

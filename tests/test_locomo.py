@@ -43,10 +43,10 @@ from clerk.locomo.files import FORMAT_LOCOMO10, FORMAT_PERCENA, detect_format, l
 from clerk.locomo.locomo10 import NOT_MENTIONED, SOURCE_LOCAL, build_mc_options, load_locomo10
 from clerk.locomo.percena import SOURCE_PERCENA, conv_id_from_question_id, load_percena
 from clerk.locomo.subsets import stratified_subset, summarize
-from clerk.locomo.table2 import table2
 from clerk.memory import Runtime
 from clerk.memory.summary_rag import SummaryRagMemory
 from clerk.memory.text import session_lines
+from clerk.report.locomo import table2
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "locomo"
@@ -511,11 +511,17 @@ class TestCli:
         assert sorted(p.name for p in tmp_path.iterdir()) == []
 
     def test_selection_written(self, workdir, tmp_path):
-        """With data, the stratified selection is recorded next to the results."""
-        out = tmp_path / "out"
-        clerk_main(["locomo", "--data", str(LOCOMO10), "--model", str(workdir / "model"), "--out", str(out),
+        """With data, the stratified selection is recorded next to the results; a data file outside the
+        working directory is named by its file name only (no folder of this machine in the results)."""
+        out, data = tmp_path / "out", tmp_path / "elsewhere" / LOCOMO10.name
+        data.parent.mkdir()
+        data.write_bytes(LOCOMO10.read_bytes())
+        clerk_main(["locomo", "--data", str(data), "--model", str(workdir / "model"), "--out", str(out),
                     "--max-questions", "5", "--seed", "3", "--systems", "summary-rag", "--reader-model", "base", "--quiet"])
         sel = json.loads((out / "selection.json").read_text(encoding="utf-8"))
+        metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))
+        assert sel["data_file"] == sel["config"]["path"] == metrics["input"]["path"] == LOCOMO10.name
+        assert str(tmp_path) not in (out / "selection.json").read_text() + (out / "metrics.json").read_text()
         assert sel["questions"] == 5 and sel["sources"] == [SOURCE_LOCAL]
         assert sel["per_category"] == {c: 1 for c in CATEGORIES}
         assert sel["config"]["systems"] == ["summary-rag"]
@@ -875,7 +881,7 @@ class TestWorkflow:
 
 
 class TestPairedLocomo:
-    """clerk minus each other system on the same non-adversarial LoCoMo questions (clerk.locomo.paired)."""
+    """clerk minus each other system on the same non-adversarial LoCoMo questions (clerk.report.locomo_paired)."""
 
     @staticmethod
     def _job(root, name, seed, answers):
@@ -889,7 +895,7 @@ class TestPairedLocomo:
         return job / "predictions.jsonl"
 
     def test_shared_systems_pair_with_every_seed_and_adversarial_questions_do_not_count(self, tmp_path):
-        from clerk.locomo.paired import locomo_paired_rows
+        from clerk.report.locomo_paired import locomo_paired_rows
 
         qs = [f"q{i}" for i in range(1, 31)]
         files = [self._job(tmp_path, "137", 137, {"clerk": {q: True for q in qs}}),
@@ -905,7 +911,7 @@ class TestPairedLocomo:
     def test_input_order_does_not_move_the_interval(self, tmp_path):
         """The bootstrap draws index the units, so they are sorted: the file order must not matter
         (the shipped run's table 2 moved in the third decimal when the same files came in glob order)."""
-        from clerk.locomo.paired import locomo_paired_rows
+        from clerk.report.locomo_paired import locomo_paired_rows
 
         qs = [f"q{i}" for i in range(1, 31)]
         files = [self._job(tmp_path, "137", 137, {"clerk": {q: int(q[1:]) % 2 == 0 for q in qs}}),
@@ -915,7 +921,7 @@ class TestPairedLocomo:
 
     def test_a_machine_margin_makes_a_small_lead_inconclusive(self, tmp_path):
         """With paper/tolerances.yaml the interval must clear zero by the declared LoCoMo spread."""
-        from clerk.locomo.paired import PAIRED_TABLE, locomo_paired_rows
+        from clerk.report.locomo_paired import PAIRED_TABLE, locomo_paired_rows
         from clerk.report.paired import machine_margin
 
         margin = machine_margin(str(ROOT / "paper" / "tolerances.yaml"), PAIRED_TABLE)
@@ -930,7 +936,7 @@ class TestPairedLocomo:
     def test_table_needs_predictions_and_paired_out_together(self, tmp_path):
         from types import SimpleNamespace
 
-        from clerk.locomo.table2 import main_table
+        from clerk.report.locomo import main_table
 
         with pytest.raises(UserError, match="--predictions and --paired-out go together"):
             main_table(SimpleNamespace(metrics=[], out="o.csv", markdown=None, predictions=["p"], paired_out=None))

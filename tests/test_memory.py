@@ -20,8 +20,9 @@ from clerk.evaluate.runner import mc_choose, replay
 from clerk.memory import MEMORY_REGISTRY, EvalConfig, LedgerSystem, MemorySystem, Proposal, Registry, Runtime, View
 from clerk.memory.base import WriteResult
 from clerk.memory.reader import Reader, split_prompt
+from clerk.memory.registry import SYNTHETIC
 from clerk.memory.text import fit_newest
-from clerk.memory.views import VIEW_KINDS, question_views
+from clerk.memory.views import question_views
 
 ALL = ["add-only", "clerk", "clerk-unconstrained", "full", "null", "oracle", "prompted-ledger", "rag", "summary-rag", "window"]
 
@@ -78,12 +79,12 @@ class TestRegistry:
         """Registering a name twice in a local registry raises."""
         reg = Registry()
 
-        @reg.register("toy")
+        @reg.register("toy", order=1, benchmarks=(SYNTHETIC,))
         class Toy(MemorySystem):
             version = "1"
 
         with pytest.raises(KeyError) as err:
-            reg.register("toy")(type("Other", (Toy,), {"version": "2"}))
+            reg.register("toy", order=2, benchmarks=(SYNTHETIC,))(type("Other", (Toy,), {"version": "2"}))
         assert err.value.args[0] == "memory system 'toy' is already registered (TestRegistry.test_duplicate_raises.<locals>.Toy)"
         assert reg.names() == ["toy"] and "toy" not in MEMORY_REGISTRY.names()
 
@@ -91,7 +92,7 @@ class TestRegistry:
         """A system without its own version string is refused, even if its parent has one."""
         reg = Registry()
         with pytest.raises(TypeError, match="must define its own non-empty string 'version'"):
-            reg.register("child")(type("Child", (MEMORY_REGISTRY.get("full"),), {}))
+            reg.register("child", order=1, benchmarks=(SYNTHETIC,))(type("Child", (MEMORY_REGISTRY.get("full"),), {}))
 
     def test_abstract_contract(self):
         """MemorySystem cannot be instantiated without init_state/view/write."""
@@ -417,7 +418,7 @@ class TestQuestionViews:
         for kind, _tl, s, _, qs in got:
             if kind != "rag":
                 assert qs == s["questions"]  # one view for the whole session
-        assert set(VIEW_KINDS) == set(self.KINDS)
+        assert MEMORY_REGISTRY.view_kinds() == self.KINDS
 
     def test_views_are_the_systems_views(self, tokenizer):
         """The ledger kind is the reader's view of the gold ledger_before; every transcript kind is the

@@ -2,8 +2,8 @@
 
 On a copy of the finished smoke run (conftest.py's ``smoke_run``; the edits go on in this
 module's own copy, beside the other readers of the run, see :func:`AFTER_SMOKE_RUN`) each
-scenario edits sources the way a developer does (a comment appended to a module, a new module
-nobody imports yet), asks Snakemake for a dry run with its default rerun triggers (Snakemake 9:
+scenario edits sources the way a developer does (a comment appended to a module, a new module),
+asks Snakemake for a dry run with its default rerun triggers (Snakemake 9:
 mtime, params, input, software-env, code), then puts every byte and mtime back. Which modules
 to edit is read from the tree (every module of a package), never listed here.
 
@@ -77,18 +77,23 @@ def _package(repo: Path, name: str) -> list[Path]:
     return paths
 
 
-def _new_memory_module(repo: Path) -> None:
-    """A new module under clerk/memory/ that nothing imports yet: a copy of one of the package's
-    modules' text, written now (a fresh mtime)."""
-    model = next(p for p in _package(repo, "memory") if p.name != "__init__.py")
-    (repo / "clerk/memory/zz_not_imported_yet.py").write_text(model.read_text(encoding="utf-8"), encoding="utf-8")
+def _new_module(package: str):
+    """An edit adding a module under clerk/<package>/ that nothing imports: a copy of one of the
+    package's modules' text, written now (a fresh mtime)."""
+
+    def edit(repo: Path) -> None:
+        model = next(p for p in _package(repo, package) if p.name != "__init__.py")
+        (repo / "clerk" / package / "zz_new_module.py").write_text(model.read_text(encoding="utf-8"), encoding="utf-8")
+
+    return edit
 
 
 SCENARIOS = {
     "unchanged": lambda repo: None,
     "report": lambda repo: _append_comment(_package(repo, "report")),
     "train": lambda repo: _append_comment(_package(repo, "train")),
-    "new_memory_module": _new_memory_module,
+    "new_evaluate_module": _new_module("evaluate"),
+    "new_memory_module": _new_module("memory"),
     "entry_point": lambda repo: _append_comment([repo / "clerk/cli.py"]),
 }
 
@@ -136,8 +141,18 @@ def test_editing_train_code_plans_train_and_its_descendants_only(plans):
 
 
 def test_a_new_module_nothing_imports_plans_nothing(plans):
-    """A new module under clerk/memory/ that no module imports yet is code no job runs."""
-    assert plans["new_memory_module"] == {}, plans["new_memory_module"]
+    """A new module under clerk/evaluate/ that no module imports yet is code no job runs."""
+    assert plans["new_evaluate_module"] == {}, plans["new_evaluate_module"]
+
+
+def test_a_new_memory_system_reruns_what_asks_the_registry_only(plans):
+    """The memory registry imports every module of clerk/memory/ before it answers: a new one
+    is code every job that asks the registry runs (evaluate), and no other job's (data, streams,
+    the base model, training)."""
+    planned = plans["new_memory_module"]
+    assert "evaluate" in planned, planned
+    assert not set(planned) & {"generate", "generate_open", "generate_forget", "streams", "eviction_study",
+                               "base_model", "train", "train_reader"}, planned
 
 
 def test_editing_the_entry_point_plans_nothing(plans):

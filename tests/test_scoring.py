@@ -15,10 +15,10 @@ import torch
 from doctest_kit import run_package_doctests
 
 from clerk import cli
+from clerk.models import prefix as kv_prefix
 from clerk.prompts import CHAT_TEMPLATE, SPECIAL_TOKENS, answer_messages
 from clerk.scoring import bench as scoring_bench
 from clerk.scoring import mc as scoring_mc
-from clerk.scoring import prefix as scoring_prefix
 from clerk.scoring.mc import (
     encode_prefix,
     pick,
@@ -222,7 +222,7 @@ class TestScoreOptions:
         torch.manual_seed(99)
         lora = LoraConfig(r=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False)
         wrapped = get_peft_model(base, lora).eval()
-        assert scoring_prefix._cache_kwarg(wrapped) == scoring_prefix._cache_kwarg(base) == "cache"
+        assert kv_prefix._cache_kwarg(wrapped) == kv_prefix._cache_kwarg(base) == "cache"
         rng = random.Random(23)
         for _ in range(5):
             prompt, options = _case(rng)
@@ -359,7 +359,7 @@ class TestScoreTree:
             prefix_text, questions = self._tree(rng, tokenizer, rng.randint(1, 5))
             lengths = {len(_ids(tokenizer, o)) for _, opts in questions for o in opts}
             assert 1 in lengths and max(lengths) >= 4  # one-token and long options in the same tree
-            prefix = scoring_prefix.encode_text(model, tokenizer, prefix_text, "view")
+            prefix = kv_prefix.encode_text(model, tokenizer, prefix_text, "view")
             got = score_tree(model, prefix, self._queries(tokenizer, questions))
             assert [len(row) for row in got] == [len(opts) for _, opts in questions]
             for row, (suffix, options) in zip(got, questions):
@@ -371,7 +371,7 @@ class TestScoreTree:
     def test_order_and_company_do_not_matter(self, model, tokenizer):
         """A question scores the same alone, first or last in the tree (no attention across questions)."""
         prefix_text, questions = self._tree(random.Random(37), tokenizer, 4)
-        prefix = scoring_prefix.encode_text(model, tokenizer, prefix_text, "view")
+        prefix = kv_prefix.encode_text(model, tokenizer, prefix_text, "view")
         queries = self._queries(tokenizer, questions)
         together = score_tree(model, prefix, queries)
         reversed_ = score_tree(model, prefix, queries[::-1])[::-1]
@@ -382,7 +382,7 @@ class TestScoreTree:
     def test_prefix_not_mutated(self, model, tokenizer):
         """Scoring a tree leaves the view's cache as it was, so a second tree on it agrees."""
         prefix_text, questions = self._tree(random.Random(41), tokenizer, 3)
-        prefix = scoring_prefix.encode_text(model, tokenizer, prefix_text, "view")
+        prefix = kv_prefix.encode_text(model, tokenizer, prefix_text, "view")
         queries = self._queries(tokenizer, questions)
         first = score_tree(model, prefix, queries)
         assert prefix.cache.get_seq_length() == len(prefix)
@@ -390,7 +390,7 @@ class TestScoreTree:
 
     def test_empty_and_malformed(self, model, tokenizer):
         """No queries give no scores; an empty suffix or option is a ValueError."""
-        prefix = scoring_prefix.encode_text(model, tokenizer, "<|im_start|>user\n", "view")
+        prefix = kv_prefix.encode_text(model, tokenizer, "<|im_start|>user\n", "view")
         assert score_tree(model, prefix, []) == []
         with pytest.raises(ValueError, match=r"^score_tree: every query needs a non-empty suffix"):
             score_tree(model, prefix, [Query((), ((1,),))])

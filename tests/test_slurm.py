@@ -1,4 +1,4 @@
-"""The workflow on a real Slurm cluster, through snakemake-executor-plugin-slurm (issue 17).
+"""The workflow on a real Slurm cluster, through snakemake-executor-plugin-slurm.
 
     python -m pytest -q -m slurm tests/test_slurm.py    # CI's Slurm step (.ci/run), a few minutes
 
@@ -14,7 +14,7 @@ minutes); it skips with the reason where Slurm cannot be installed or started, a
 when ``CLERK_REQUIRE_SLURM=1`` (CI). `TestSlurmDryRun` (default suite, seconds) needs only the
 plugin: a dry run of the Slurm profile with no cluster anywhere.
 
-Facts this relies on (measured; issue 17): the plugin's default status command (sacct) never sees
+Facts this relies on (measured on a real one-node Slurm): the plugin's default status command (sacct) never sees
 a job end without accounting, so the profile uses squeue; the plugin's jobstep clears ``SLURM_*``
 before its inner ``srun``, so the configuration must sit at the default /etc/slurm/slurm.conf;
 Snakemake ignores SIGTERM while jobs run, so every run is bounded by ``timeout -k``.

@@ -11,10 +11,10 @@ import pg_kit
 import pytest
 
 import clerk.store
+from clerk import scrub as scrub_module
 from clerk.errors import UserError
 from clerk.store import ConcurrentPublish, StaleGeneration, StoreError, UnknownSubject, open_store
 from clerk.store import base as base_module
-from clerk.store import scrub as scrub_module
 
 pg_server = pytest.fixture(scope="module")(pg_kit.serve)
 
@@ -109,6 +109,25 @@ class TestPublish:
             store.read("")
         with pytest.raises(UserError, match="values must be a list of strings"):
             store.forget("Ari", "city", values="Lisbon")
+
+    @pytest.mark.parametrize("field,bad,why", [
+        ("p", "ci\udcfft", "a lone surrogate U+DCFF at offset 2 (bytes that were not UTF-8)"),
+        ("o", "Os\udc80lo", "a lone surrogate U+DC80 at offset 2 (bytes that were not UTF-8)"),
+        ("o", "Oslo\x07", "a control character U+0007 at offset 4"),
+        ("o", "Os\nlo", "a control character U+000A at offset 2"),
+        ("s", "A\x85ri", "a control character U+0085 at offset 1"),
+    ])
+    def test_ledger_fields_are_checked_at_publish(self, store, field, bad, why):
+        """A lone surrogate (an undecodable byte) or a control character in a ledger field is one
+        line naming the slot, the field, the value and what is allowed; nothing is written."""
+        op = add("city", "Oslo") | {field: bad}
+        with store.consolidation("Ari") as c:
+            with pytest.raises(UserError) as err:
+                c.publish([op], say("x"))
+        assert str(err.value) == (f"ledger to publish: slot 0 field {field!r} must be text without lone surrogates "
+                                  f"or control characters, got {bad!r}: {why}")
+        assert "\n" not in str(err.value)
+        assert store.read("Ari").sessions == 0 and store.subjects() == []
 
 
 class TestFence:

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 
 import pytest
@@ -113,3 +114,45 @@ class TestPragmas:
         finally:
             holder.execute("COMMIT")
             holder.close()
+
+
+class TestStoreFile:
+    """`clerk forget` names the true reason a path holds no store, and follows a link to one."""
+
+    def _forget(self, url, capsys):
+        with pytest.raises(SystemExit) as err:
+            clerk_main(["forget", "--store", url, "--subject", "Ari"])
+        assert err.value.code == 2
+        return capsys.readouterr().err.strip()
+
+    def test_a_symlink_to_a_store_works_and_erases_in_the_target(self, tmp_path, capsys):
+        fill(tmp_path / "m.db")
+        (tmp_path / "link.db").symlink_to("m.db")
+        clerk_main(["forget", "--store", f"sqlite:///{tmp_path}/link.db", "--subject", "Ari", "--predicate", "city"])
+        assert json.loads(capsys.readouterr().out)["slots"] == 1
+        assert (tmp_path / "link.db").is_symlink()
+        raw = (tmp_path / "m.db").read_bytes()
+        assert SECRET.encode() in raw  # Bo's
+        with open_store(f"sqlite:///{tmp_path}/m.db") as store:
+            assert SECRET not in "\n".join(store.read("Ari").texts())
+
+    @pytest.mark.parametrize("make,reason", [
+        (lambda p: os.mkfifo(p), "it is a FIFO (named pipe), not a regular file"),
+        (lambda p: p.symlink_to("nowhere.db"), "it is a symbolic link to 'nowhere.db', which does not exist (a dangling link)"),
+        (lambda p: (os.mkfifo(p.with_name("pipe")), p.symlink_to("pipe")),
+         "it is a symbolic link to 'pipe', which is a FIFO (named pipe), not a regular file"),
+        (lambda p: p.mkdir(), "it is a directory, not a regular file"),
+        (lambda p: None, "it does not exist"),
+    ], ids=["fifo", "dangling-link", "link-to-fifo", "directory", "missing"])
+    def test_what_is_not_a_store_file_is_named(self, tmp_path, capsys, make, reason):
+        path = tmp_path / "m.db"
+        make(path)
+        assert self._forget(f"sqlite:///{path}", capsys) == (
+            f"clerk forget: error: no SQLite store at {str(path)!r}: {reason} (this verb creates no store; "
+            f"check the --store URL)")
+
+    def test_a_fifo_is_refused_when_creating_too(self, tmp_path):
+        """Opening a FIFO would block on its first read: it is refused before SQLite touches it."""
+        os.mkfifo(tmp_path / "pipe")
+        with pytest.raises(StoreError, match="it is a FIFO \\(named pipe\\), not a regular file"):
+            open_store(f"sqlite:///{tmp_path}/pipe")

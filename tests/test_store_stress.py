@@ -3,7 +3,9 @@ judge that counts resurrections and lost writes.
 
 The fenced runs must show refusals and no resurrection or loss; the ``--no-fence`` runs (the same
 code with only the generation re-proof skipped) must show resurrections: the proof that this
-test can fail. Every run is bounded by ``--seconds`` and a subprocess timeout.
+test can fail. Every run is bounded by events, not time (``--events``: it runs until enough
+publishes, forgets and stale publishes happened, however loaded the machine), with a generous
+``--seconds`` cap that fails the run loudly, and a subprocess timeout past that.
 
     python -m pytest tests/test_store_stress.py -q
 """
@@ -29,17 +31,22 @@ from clerk.store.stress import StressConfig, gold_program, make_session
 
 pg_server = pytest.fixture(scope="module")(pg_kit.serve)
 
-#: Seconds per stress run: long enough that races happen many times over, even on 2 busy cores.
-SECONDS = 5
+#: Publishes, forgets and stale publishes (refused with the fence, let through without it) a run
+#: waits for, each: every one a race the fence must win.
+EVENTS = 15
+#: The cap on a run, seconds: an idle 2-core machine needs under 10; reaching it fails the run.
+CAP_S = 300
 
 
 def stress(url, *flags):
     """Run `clerk stress-forget` in a subprocess; return (exit status, its last-line JSON)."""
     cmd = [sys.executable, "-m", "clerk.cli", "stress-forget", "--store", url, "--workers", "4",
-           "--forgetters", "2", "--seconds", str(SECONDS), *flags]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=SECONDS + 120)
+           "--forgetters", "2", "--events", str(EVENTS), "--seconds", str(CAP_S), *flags]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=CAP_S + 120)
     assert proc.stdout.strip(), proc.stderr
-    return proc.returncode, json.loads(proc.stdout.strip().splitlines()[-1])
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["events_reached"], f"the {CAP_S} s cap came first: {proc.stderr}"
+    return proc.returncode, report
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -55,7 +62,8 @@ class TestStressForget:
         status, report = stress(url)
         assert status == 0, report
         assert report["fence"] is True
-        assert report["published"] > 0 and report["refused"] > 0 and report["forgets"] > 0, report
+        assert min(report["published"], report["refused"], report["forgets"]) >= EVENTS, report
+        assert report["stale_published"] == 0, report
         assert report["forgotten_values"] > 0 and report["views_checked"] > report["published"], report
         assert (report["resurrections"], report["lost"]) == (0, 0), report["examples"]
 
@@ -64,7 +72,7 @@ class TestStressForget:
         status, report = stress(url, "--no-fence")
         assert status == 0  # only a fenced run fails on resurrections
         assert report["fence"] is False and report["refused"] == 0
-        assert report["resurrections"] > 0, report
+        assert report["stale_published"] >= EVENTS and report["resurrections"] > 0, report
         example = report["examples"]["resurrections"][0]
         assert example["seen_at"] >= example["forgotten_at"]
 
@@ -118,7 +126,7 @@ class TestHarness:
     def test_sessions_state_values_in_every_form_and_the_judge_sees_them(self):
         """Statements with spaces, without any (Japanese), against an underscore, in NFC and NFD,
         with CJK and accented values: the judge finds each one, so a redaction that misses one
-        shows up as a resurrection (issue 48: the old word-boundary redaction did)."""
+        shows up as a resurrection (the old word-boundary redaction did)."""
         import unicodedata
 
         rng, forms, nfd, scripts = random.Random(0), set(), 0, set()
@@ -147,6 +155,18 @@ class TestHarness:
             StressConfig(url=f"sqlite:///{tmp_path}/m.db", workers=0)
         with pytest.raises(UserError, match="seconds must be a finite number > 0, got -1"):
             StressConfig(url=f"sqlite:///{tmp_path}/m.db", seconds=-1)
+
+    def test_a_cap_that_comes_first_fails_loudly(self, tmp_path, capsys):
+        """Events not reached within --seconds: exit 1, a line saying the run proves nothing."""
+        with pytest.raises(SystemExit) as err:
+            clerk_main(["stress-forget", "--store", f"sqlite:///{tmp_path}/m.db", "--workers", "1",
+                        "--forgetters", "1", "--events", "100000", "--seconds", "0.5"])
+        assert err.value.code == 1
+        out = capsys.readouterr()
+        assert json.loads(out.out.splitlines()[-1])["events_reached"] is False
+        assert "the 0.5 s cap came before 100000 of each event" in out.err and "proves nothing" in out.err
+        with pytest.raises(UserError, match="events must be an int >= 1"):
+            StressConfig(url=f"sqlite:///{tmp_path}/m.db", events=0)
 
     def test_a_store_with_subjects_is_refused(self, tmp_path, capsys):
         """The judge must own every subject, so the harness wants an empty store."""

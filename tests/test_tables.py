@@ -21,6 +21,7 @@ import yaml
 from clerk import wiring
 from clerk.cli import main
 from clerk.errors import UserError
+from clerk.evaluate.curve import COLUMNS as CURVE_COLUMNS
 from clerk.evaluate.schemas import validate_record
 from clerk.generator.files import write_timelines
 from clerk.generator.timelines import generate
@@ -43,7 +44,6 @@ from clerk.report.tabular import mean_pm, write_csv
 from clerk.streams.engines import POLICIES
 from clerk.streams.generation import make_stream
 from clerk.streams.study import eviction_study, rows_to_csv
-from clerk.train.curve import COLUMNS as CURVE_COLUMNS
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATE = ROOT / "paper" / "template.md"
@@ -461,7 +461,7 @@ def figure_inputs(tmp_path_factory, eviction_csvs) -> dict[str, list[str]]:
                 for p in ("Ana", "Bo") for s in range(3)]
         path.write_text("".join(json.dumps(r) + "\n" for r in rows))
         ledgers.append(str(path))
-    from clerk.train.curve import COLUMNS
+    from clerk.evaluate.curve import COLUMNS
 
     curve = root / "learning_curve.csv"
     with curve.open("w", newline="") as handle:
@@ -656,7 +656,7 @@ class TestWorkflowDryRun:
 
 def test_paired_verdict_needs_to_clear_the_machine_spread():
     """A paired difference is conclusive only when its bootstrap interval clears zero by more than
-    the declared machine spread of the bounds (issue 49); the margin comes from tolerances.yaml."""
+    the declared machine spread of the bounds; the margin comes from tolerances.yaml."""
     from clerk.provenance.compare import load_tolerances, rule_for
     from clerk.report.paired import machine_margin, not_conclusive_reason, paired_from_units
 

@@ -23,6 +23,7 @@ from signal_kit import wait_signalled
 
 from clerk.cli import main as clerk_main
 from clerk.errors import UserError
+from clerk.evaluate.curve import COLUMNS as CURVE_COLUMNS
 from clerk.generator.files import write_timelines
 from clerk.generator.timelines import generate
 from clerk.models.loading import load_model
@@ -32,7 +33,6 @@ from clerk.sft.dataset import sft_stats, to_dataset_dict, write_sft
 from clerk.sft.examples import SFTDataConfig, build_rows
 from clerk.train.bench import bench_throughput
 from clerk.train.config import TrainConfig
-from clerk.train.curve import COLUMNS as CURVE_COLUMNS
 from clerk.train.data import supervised_lm_loss
 from clerk.train.trainer import LOG_COLUMNS, complete_checkpoints, run_training, truncate_log
 
@@ -336,7 +336,7 @@ class TestSnapshots:
         scored, at most --sessions of them, in file order."""
         import shutil
 
-        import clerk.train.curve as curve
+        import clerk.evaluate.curve as curve
 
         seen = []
 
@@ -362,7 +362,7 @@ class TestSnapshots:
     def test_curve_input_errors(self, workdir, tmp_path):
         """A training output without metrics.json, or an SFT directory without stats, is refused by name."""
 
-        from clerk.train.curve import CurveConfig, learning_curve, validation_sessions
+        from clerk.evaluate.curve import CurveConfig, learning_curve, validation_sessions
 
         cfg = CurveConfig(timelines="t", sft="s", model="m", adapter=str(tmp_path), threads=1)
         with pytest.raises(UserError, match=r"expected a finished clerk train output \(metrics.json\)$"):
@@ -386,7 +386,7 @@ class TestBenchCli:
 
 
 class TestPrecision:
-    """Issue 45: ``--precision auto|fp32|bf16-frozen``."""
+    """The precision modes: ``--precision auto|fp32|bf16-frozen``."""
 
     @pytest.mark.parametrize("units, expected", [(False, "fp32"), (True, "bf16-frozen")])
     def test_auto_follows_bf16_units(self, monkeypatch, units, expected):

@@ -1,4 +1,4 @@
-"""Issue 46, data side: the val_ood phrasing set and the eviction-pressure slice (SPEC §2).
+"""The recipe's data side: the val_ood phrasing set and the eviction-pressure slice (SPEC §2).
 
     python -m pytest tests/test_wording.py -q
 """

@@ -14,7 +14,7 @@ Two measurements per (system, mode):
   whatever it asks about) while a forgotten value is *live* (forgotten and not stated again by
   the persona since the forget), the share whose view still contains a live forgotten value.
   A value *occurs* in a view when its text appears there as a whole word, case-insensitively
-  and in any Unicode normal form (:func:`clerk.store.scrub.value_pattern` with ``words=True``;
+  and in any Unicode normal form (:func:`clerk.scrub.value_pattern` with ``words=True``;
   the redaction itself removes every occurrence of the text, whole word or not). A plain
   substring test would charge every system for text that never stated the value ("pho" inside
   "phone", "cat" inside "relocated"); it is recorded too (``leak_rate_substring``). Views need no

@@ -17,10 +17,11 @@ from clerk.errors import UserError
 from clerk.evaluate.config import ReadCostConfig
 from clerk.evaluate.runner import load_timelines_file, make_systems, replay
 from clerk.evaluate.summary import mean_or_none
-from clerk.memory import EvalConfig, Runtime
+from clerk.memory import MEMORY_REGISTRY, EvalConfig, Runtime
 
-#: Views measured by the probe; the oracle ledger stands in for clerk's ledger (same format, B slots).
-READ_COST_VIEWS = ("oracle", "full", "window", "rag", "add-only")
+#: Views measured by the probe, in system order: the systems that declare a ``read_cost_label`` in
+#: the registry (the oracle ledger stands in for clerk's ledger: same format, B slots).
+READ_COST_VIEWS = tuple(MEMORY_REGISTRY.read_cost_views())
 
 
 def read_cost(timelines: list[dict], runtime: Runtime, views: tuple[str, ...] = READ_COST_VIEWS,

@@ -1,4 +1,4 @@
-"""Teacher-forced edit scores of the model writers (SPEC §6.3, issue 46).
+"""Teacher-forced edit scores of the model writers (SPEC §6.3).
 
 Closed-loop op-F1 (``metrics.system["op"]``) scores each session's program written against the
 system's *own* ledger: once that ledger departs from gold, later correct decisions may count as

@@ -2,7 +2,7 @@
 
 **Phrasings are data.** ``clerk/phrasing/catalogue.yaml`` (train and test splits) and
 ``clerk/phrasing/ood.yaml`` (the ``test_ood`` split; no template string in common with the first)
-and ``clerk/phrasing/val.yaml`` (the ``val_ood`` split, issue 46: a third set sharing no template
+and ``clerk/phrasing/val.yaml`` (the ``val_ood`` split: a third set sharing no template
 string with either, on which recipe choices are judged instead of ``test_ood``) hold the predicates, value pools, phrasings, question templates, small talk and persona names.
 The schema is documented at the top of ``catalogue.yaml``; ``--phrasings FILE`` replaces the
 built-in file with your own (it may omit ``names``, then the built-in name lists are used).

@@ -1,4 +1,4 @@
-"""Compositional wording: a session's user lines rebuilt from parts (issue 46, SPEC §2.8).
+"""Compositional wording: a session's user lines rebuilt from parts (SPEC §2.8).
 
 A catalogue template states one fact in one sentence. People also open with a filler, state two
 facts in one breath, correct a value they just gave, and mention facts about somebody else. With

@@ -36,7 +36,7 @@ class GeneratorConfig:
             session, at distinct seeded sessions >= 1 (so at most ``sessions - 1``); 0 = none,
             and then the output is byte-identical to a run without the option
             (:mod:`clerk.generator.forgets`).
-        evict_personas: eviction-pressure slice (issue 46): this many extra personas appended
+        evict_personas: eviction-pressure slice: this many extra personas appended
             after the ``personas`` regular ones, each with ``evict_adds`` ADDs per session and no
             questions, so the split carries enough gold EVICT ops for a tight EVICT F1 at little
             evaluation cost (policy calls only, no reader calls). They draw names after the

@@ -60,6 +60,13 @@ def load_timelines(path: str | Path, what: str = "timeline file") -> list[dict[s
     return out
 
 
+#: What a persona holds besides its sessions: field -> (check, what is allowed).
+PERSONA_FIELDS = {
+    "name": (lambda v: isinstance(v, str) and bool(v.strip()), "a non-empty string"),
+    "split": (lambda v: isinstance(v, str), "a string"),
+    "seed": (lambda v: type(v) is int, "a whole number"),
+    "budget": (lambda v: type(v) is int and v >= 1, "a whole number >= 1 (the ledger's slots)"),
+}
 #: What every session of a timeline holds, and the JSON type of each field.
 SESSION_FIELDS = {"index": int, "turns": list, "events": list, "questions": list, "gold_ops": list,
                   "ledger_before": list, "ledger_after": list}
@@ -71,7 +78,8 @@ def timeline_problem(obj: Any) -> str | None:
     Checked: a format this code reads (``format``: absent or 1, or 2 with a valid ``form``:
     :func:`clerk.form.timeline_form`); a persona object with a non-empty ``sessions`` list; every session an object with
     :data:`SESSION_FIELDS` of the right types (``index`` its position); turns
-    ``{"role", "content"}`` strings; questions objects. Values inside are the evaluation's to judge.
+    ``{"role", "content"}`` strings; questions objects; the persona's :data:`PERSONA_FIELDS`
+    (``budget`` a whole number, not the string "6"). Values inside are the evaluation's to judge.
 
     >>> timeline_problem({"name": "Ari", "sessions": []})
     "'sessions' must be a non-empty list of sessions, got []"
@@ -79,6 +87,10 @@ def timeline_problem(obj: Any) -> str | None:
     "session 0: field 'turns' must be a list, got 5"
     >>> timeline_problem({"format": 7, "name": "Ari", "sessions": []})
     "field 'format' is 7: this clerk reads timeline formats 1 and 2 (a newer clerk wrote the file?)"
+    >>> session = {"index": 0, "turns": [], "events": [], "questions": [], "gold_ops": [], "ledger_before": [],
+    ...            "ledger_after": []}
+    >>> timeline_problem({"name": "Ari", "split": "test", "seed": 1, "budget": "6", "sessions": [session]})
+    "field 'budget' must be a whole number >= 1 (the ledger's slots), got '6'"
     """
     if not isinstance(obj, dict):
         return f"must be a persona object, got {type(obj).__name__}"
@@ -89,9 +101,6 @@ def timeline_problem(obj: Any) -> str | None:
     sessions = obj.get("sessions")
     if not isinstance(sessions, list) or not sessions:
         return f"'sessions' must be a non-empty list of sessions, got {sessions!r:.80}"
-    for name in ("name", "split"):
-        if name in obj and not isinstance(obj[name], str):
-            return f"field {name!r} must be a string, got {obj[name]!r:.80}"
     for pos, session in enumerate(sessions):
         if not isinstance(session, dict):
             return f"session {pos} must be an object, got {type(session).__name__}"
@@ -108,6 +117,11 @@ def timeline_problem(obj: Any) -> str | None:
         for k, question in enumerate(session["questions"]):
             if not isinstance(question, dict):
                 return f"session {pos} question {k} must be an object, got {question!r:.80}"
+    for name, (ok, allowed) in PERSONA_FIELDS.items():
+        if name not in obj:
+            return f"lacks field {name!r} ({allowed}; a persona holds {', '.join(PERSONA_FIELDS)} and 'sessions')"
+        if not ok(obj[name]):
+            return f"field {name!r} must be {allowed}, got {obj[name]!r:.80}"
     return None
 
 

@@ -42,7 +42,7 @@ from clerk.generator.forgets import draw_forget, forget_sessions, record_values
 from clerk.generator.gold import gold_program
 from clerk.generator.questions import ask_questions
 from clerk.generator.truth import Fact, apply_truth
-from clerk.store.scrub import free_predicate
+from clerk.scrub import free_predicate
 
 #: Kinds of the events a session states (its gold program adds EVICT ops).
 EVENT_KINDS = ("ADD", "UPDATE", "TOMBSTONE")
@@ -169,7 +169,7 @@ def generate_from_config(cfg: GeneratorConfig, catalogue: Catalogue | str | Path
     out = [_persona(rng, cfg, catalogue, name, composer)
            for name in tqdm(names[:cfg.personas], desc=f"generate {cfg.split}", unit="persona", disable=None,
                             leave=False)]
-    if cfg.evict_personas:  # eviction-pressure slice (issue 46), after the regular personas
+    if cfg.evict_personas:  # eviction-pressure slice, after the regular personas
         pressure = replace(cfg, adds=cfg.evict_adds, questions=(0, 0), evict_personas=0)
         for name in names[cfg.personas:]:
             out.append({**_persona(rng, pressure, catalogue, name, composer), "slice": "evict"})

@@ -1,4 +1,4 @@
-"""LoCoMo zero-shot transfer: loading both public formats, evaluating memory systems, table 2.
+"""LoCoMo zero-shot transfer: loading both public formats, evaluating memory systems.
 
 SPEC §7. LoCoMo (Maharana et al., 2024, https://github.com/snap-research/locomo) holds 10 long
 two-person conversations and 1,986 questions; licence CC BY-NC 4.0, so the data is never committed
@@ -12,9 +12,11 @@ two-person conversations and 1,986 questions; licence CC BY-NC 4.0, so the data 
 * :mod:`clerk.locomo.files`: locating the data file, telling its format, loading either;
 * :mod:`clerk.locomo.subsets`: stratified subsets and summaries;
 * :mod:`clerk.locomo.evaluation`: writers over sessions, then the multiple-choice reader;
-* :mod:`clerk.locomo.cli`: the verbs; :mod:`clerk.locomo.table2`: table 2;
-  :mod:`clerk.locomo.bench`: the prefix-reuse benchmark; :mod:`clerk.locomo.inspection`: what a
-  data file holds.
+* :mod:`clerk.locomo.cli`: the verbs; :mod:`clerk.locomo.bench`: the prefix-reuse benchmark;
+  :mod:`clerk.locomo.inspection`: what a data file holds.
+
+Table 2 over the ``metrics.json`` files this stage writes is the report stage's
+(:mod:`clerk.report.locomo`).
 
     clerk locomo-inspect --data tests/fixtures/locomo/locomo10_mini.json
     clerk locomo --data locomo_mc10.json --model resources/models/smollm2-135m --adapter results/train/137 \\

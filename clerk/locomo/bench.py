@@ -23,7 +23,6 @@ from clerk.locomo.evaluation import (
     DEFAULT_BUDGET,
     LocomoEvalConfig,
     conversation_timeline,
-    locomo_registry,
     mean_or_none,
     question_time,
 )
@@ -56,10 +55,11 @@ def _full_prompts(conv: Conversation, runtime: Runtime):
     """
     from clerk import prompts
     from clerk.evaluate.runner import make_systems
+    from clerk.memory.full import FullMemory
     from clerk.memory.reader import split_prompt
     from clerk.models.loading import chat_prompt
 
-    full = make_systems(["full"], runtime, locomo_registry())["full"]
+    full = make_systems([FullMemory.name], runtime)[FullMemory.name]
     tl = conversation_timeline(conv, DEFAULT_BUDGET)
     state = full.init_state(tl)
     for session in tl["sessions"]:

@@ -1,9 +1,9 @@
-"""The LoCoMo verbs: ``clerk locomo`` (resolve, load, subset, evaluate, write) and the parsers of three.
+"""The LoCoMo verbs: ``clerk locomo`` (resolve, load, subset, evaluate, write) and the parsers of all three.
 
 ``clerk locomo`` is here; the other verbs' work lives with its concept: ``clerk locomo-inspect``
-(:mod:`clerk.locomo.inspection`) and ``clerk bench-locomo-prefix`` (:mod:`clerk.locomo.bench`);
-``clerk table-locomo`` is registered by :mod:`clerk.locomo.table2` itself, so that the LoCoMo jobs'
-code inputs hold no table code.
+(:mod:`clerk.locomo.inspection`) and ``clerk bench-locomo-prefix`` (:mod:`clerk.locomo.bench`).
+Table 2 (``clerk table-locomo``) is the report stage's: :mod:`clerk.report.locomo` reads the
+``metrics.json`` files this stage writes.
 
     clerk locomo --help
 """
@@ -26,7 +26,6 @@ from clerk.locomo.evaluation import (
     LOCOMO_SCHEMAS,
     LocomoEvalConfig,
     evaluate_locomo,
-    locomo_registry,
     transcript_tokens,
     write_jsonl,
 )
@@ -35,6 +34,7 @@ from clerk.locomo.files import (
     PERCENA_REPO_ID,
     detect_format,
     load_locomo,
+    recorded_path,
     resolve_locomo_path,
     sha256_file,
 )
@@ -64,7 +64,7 @@ def _prepare(args: argparse.Namespace) -> tuple[LocomoConfig, Path, LocomoEvalCo
                             reader_model=args.reader_model, reader_pmi=args.reader_pmi,
                             max_read_tokens=args.max_read_tokens, dtype=args.dtype)
     runtime = Runtime(ecfg, model_dir=args.model, adapter_dir=args.adapter, reader_adapter_dir=args.reader_adapter)
-    make_systems(list(cfg.systems), runtime, locomo_registry())  # fail on names/adapter before loading
+    make_systems(list(cfg.systems), runtime)  # fail on names/adapter before loading
     return cfg, data, ecfg, runtime
 
 
@@ -72,11 +72,11 @@ def _selection(cfg: LocomoConfig, data: Path, sha: str, sources: list[str], chos
                selected: list[Conversation]) -> dict[str, Any]:
     """``selection.json``: which questions, from which file."""
     return {
-        "data_file": str(data),
+        "data_file": recorded_path(data),
         "data_sha256": sha,
         "format": detect_format(data),
         "sources": sources,
-        "config": dataclasses.asdict(cfg) | {"path": str(data), "systems": list(cfg.systems)},
+        "config": dataclasses.asdict(cfg) | {"path": recorded_path(data), "systems": list(cfg.systems)},
         "questions": len(chosen),
         "per_category": count_by_category(chosen),
         "adversarial": sum(q.adversarial for q in chosen),
@@ -89,7 +89,7 @@ def _input_record(data: Path, selection: dict, conversations: list[Conversation]
                   runtime: Runtime) -> dict[str, Any]:
     """The ``input`` field of ``metrics.json``: the data file, its sizes, per-conversation tokens."""
     return {
-        "path": str(data), "format": selection["format"], "source": selection["sources"][0],
+        "path": recorded_path(data), "format": selection["format"], "source": selection["sources"][0],
         "sha256": selection["data_sha256"],
         "n_conversations": len(conversations), "n_questions": len(all_questions(conversations)),
         "conversations": [
@@ -279,8 +279,7 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
 
 
 def register_cli(sub: argparse._SubParsersAction) -> None:
-    """Add ``clerk locomo``, ``clerk locomo-inspect`` and ``clerk bench-locomo-prefix`` (``clerk table-locomo``
-    is :mod:`clerk.locomo.table2`'s)."""
+    """Add ``clerk locomo``, ``clerk locomo-inspect`` and ``clerk bench-locomo-prefix``."""
     _add_locomo(sub)
     _add_inspect(sub)
     _add_bench(sub)

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clerk.errors import UserError
+from clerk.memory.registry import LOCOMO, MEMORY_REGISTRY
 
 #: Corrected category names, in the LoCoMo paper's order (tables use this order).
 CATEGORIES = ("single-hop", "multi-hop", "temporal", "open-domain", "adversarial")
@@ -44,8 +45,9 @@ PERCENA_TYPE_TO_CATEGORY = {
     "adversarial": "adversarial",
 }
 NUM_OPTIONS = 10
-#: Memory systems evaluated on LoCoMo (SPEC §7), by registry key.
-LOCOMO_SYSTEMS = ("clerk", "prompted-ledger", "full", "summary-rag")
+#: Memory systems evaluated on LoCoMo (SPEC §7), by registry key in table order: those that declare
+#: they serve it (``clerk.memory.registry``).
+LOCOMO_SYSTEMS = tuple(MEMORY_REGISTRY.in_order(LOCOMO))
 
 
 # --- the in-memory form --------------------------------------------------------------------

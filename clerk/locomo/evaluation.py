@@ -231,14 +231,6 @@ def mean_or_none(values: Sequence[float]) -> float | None:
     return math.fsum(values) / len(values) if values else None
 
 
-def locomo_registry():
-    """The memory registry with ``summary-rag`` registered (imported here, on first use)."""
-    import clerk.memory.summary_rag  # noqa: F401  (registers "summary-rag")
-    from clerk.memory import MEMORY_REGISTRY
-
-    return MEMORY_REGISTRY
-
-
 def _summarize_system(system: Any, rows: list[dict], writes: list[Any], finals: list[Any],
                       write_s: float, read_s: float) -> dict[str, Any]:
     """The ``metrics.system`` record of one system (data fields are filled in by the caller)."""
@@ -373,7 +365,7 @@ def evaluate_locomo(
         conversations: the conversations, each holding only the questions to ask.
         system_names: registry keys, e.g. :data:`clerk.locomo.data.LOCOMO_SYSTEMS`.
         runtime: a :class:`clerk.memory.Runtime` whose config is a :class:`LocomoEvalConfig`.
-        registry: where names are looked up; default :func:`locomo_registry`.
+        registry: where names are looked up; default the memory registry.
         progress: show progress bars on stderr.
 
     Returns:
@@ -388,10 +380,11 @@ def evaluate_locomo(
     import time
 
     from clerk.evaluate.runner import make_systems
+    from clerk.memory import MEMORY_REGISTRY
 
     cfg = runtime.config
     assert isinstance(cfg, LocomoEvalConfig), "runtime.config must be a LocomoEvalConfig"
-    systems = make_systems(list(system_names), runtime, registry if registry is not None else locomo_registry())
+    systems = make_systems(list(system_names), runtime, registry if registry is not None else MEMORY_REGISTRY)
     check_system_inputs(conversations, systems)
     _load_models(systems, runtime)
     timelines = [conversation_timeline(conv, cfg.budget, cfg.ledger) for conv in conversations]

@@ -151,3 +151,19 @@ def sha256_file(path: Path) -> str:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+def recorded_path(path: str | Path, root: str | Path | None = None) -> str:
+    """How the result files name the data file: relative to ``root`` (the working directory, the
+    repository when the workflow runs) when it lies inside, else its file name alone. A folder
+    outside the repository (an absolute path of the machine, a download cache) means nothing on
+    another machine; the sha256 recorded beside it identifies the data.
+
+    >>> recorded_path("/data/x/locomo10.json", root="/repo"), recorded_path("/repo/data/l.json", root="/repo")
+    ('locomo10.json', 'data/l.json')
+    >>> recorded_path("tests/fixtures/locomo/mini.json", root="/repo")
+    'tests/fixtures/locomo/mini.json'
+    """
+    root = Path(os.path.abspath(root if root is not None else os.getcwd()))
+    full = Path(os.path.abspath(root / path))
+    return full.relative_to(root).as_posix() if full.is_relative_to(root) else full.name

@@ -14,11 +14,12 @@ from clerk import prompts
 from clerk.errors import UserError
 from clerk.memory.base import MemorySystem, View, WriteResult
 from clerk.memory.forgetting import redact, value_pattern
-from clerk.memory.registry import register_memory
+from clerk.memory.registry import SYNTHETIC, register_memory
 from clerk.memory.text import fit_newest, session_header
 
 
-@register_memory("add-only")
+@register_memory("add-only", order=70, benchmarks=(SYNTHETIC,),
+                 view_kind="add-only", read_cost_label="add-only notes")
 class AddOnlyMemory(MemorySystem):
     """State: a tuple of ``[session k] statement`` lines, oldest first."""
 

@@ -62,7 +62,7 @@ class EvalConfig:
     add_only_budget: int = -1
     #: inference dtype of every model: "auto" = bf16 where the device has bf16 units (CUDA with
     #: bf16, CPUs with AMX/AVX512-BF16: the reader and writers run about 2.4x faster, measured on
-    #: SmolLM2), fp32 elsewhere (clerk.models.device.resolve_inference_dtype, issue 45).
+    #: SmolLM2), fp32 elsewhere (clerk.models.device.resolve_inference_dtype).
     dtype: str = "auto"
 
     def __post_init__(self) -> None:

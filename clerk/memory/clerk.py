@@ -6,10 +6,10 @@
 from __future__ import annotations
 
 from clerk.memory.ledger_system import ModelLedgerSystem
-from clerk.memory.registry import register_memory
+from clerk.memory.registry import LEDGER_VIEW, LOCOMO, SYNTHETIC, register_memory
 
 
-@register_memory("clerk")
+@register_memory("clerk", order=10, benchmarks=(SYNTHETIC, LOCOMO), view_kind=LEDGER_VIEW, reference=True)
 class ClerkMemory(ModelLedgerSystem):
     """Trained policy writes, trained adapter reads (needs ``--adapter``)."""
 
@@ -17,7 +17,8 @@ class ClerkMemory(ModelLedgerSystem):
     writer_kind = "adapter"
 
 
-@register_memory("clerk-unconstrained")
+# Ordered after table 1's systems: it is none of them (config/config.yaml, evaluate.systems).
+@register_memory("clerk-unconstrained", order=90, benchmarks=(SYNTHETIC,), view_kind=LEDGER_VIEW)
 class UnconstrainedClerkMemory(ClerkMemory):
     """The same trained policy decoded without the program grammar: what constrained decoding adds
     (run write-only in the default profile: its writes are scored, its ledger is not read)."""

@@ -4,13 +4,13 @@ A forget request (:mod:`clerk.generator.forgets`) names a predicate and every va
 Every system implements ``MemorySystem.forget(state, timeline, pred, values)`` with these pieces:
 
 * **ledger systems** (clerk, oracle, prompted-ledger) free the predicate's slots
-  (:func:`clerk.store.scrub.free_predicate`): value and ``prev`` are gone. The memory is one
+  (:func:`clerk.scrub.free_predicate`): value and ``prev`` are gone. The memory is one
   persona's, so every slot of the predicate goes, whatever subject string the writer put in it;
   a value the writer filed under another predicate key is another slot and stays (the erasure
   study counts it as a leak).
 * **transcript systems** (full, window, rag, add-only, summary-rag) redact every forgotten value
   from the text they keep (turns, notes, summaries) and from their retrieval index input, with the
-  store's redaction (:func:`clerk.store.scrub.redact`: by text, in any case or normal form, replaced by
+  store's redaction (:func:`clerk.scrub.redact`: by text, in any case or normal form, replaced by
   ``[forgotten]``), so the view and the index are what they would be had the values never been
   said.
 * ``null`` keeps nothing, so there is nothing to erase.
@@ -22,7 +22,7 @@ Every system implements ``MemorySystem.forget(state, timeline, pred, values)`` w
 
 from __future__ import annotations
 
-from clerk.store.scrub import REDACTED, free_predicate, free_values, redact, value_pattern
+from clerk.scrub import REDACTED, free_predicate, free_values, redact, value_pattern
 
 __all__ = ["FORGET_ACTIONS", "REDACTED", "free_predicate", "free_values", "redact", "redact_indexed", "scrub_session", "value_pattern"]
 

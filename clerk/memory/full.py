@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from clerk.memory.base import MemorySystem, View, WriteResult
 from clerk.memory.forgetting import scrub_session
-from clerk.memory.registry import register_memory
+from clerk.memory.registry import LOCOMO, SYNTHETIC, register_memory
 from clerk.memory.text import fit_newest, session_lines
 
 
-@register_memory("full")
+@register_memory("full", order=40, benchmarks=(SYNTHETIC, LOCOMO),
+                 view_kind="full", read_cost_label="full history")
 class FullMemory(MemorySystem):
     """No writer: memory is the list of earlier sessions. When the transcript exceeds the
     reader's budget (``Runtime.view_budget``) the oldest lines are cut and the view is marked

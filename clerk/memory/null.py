@@ -6,10 +6,11 @@
 from __future__ import annotations
 
 from clerk.memory.base import MemorySystem, View, WriteResult
-from clerk.memory.registry import register_memory
+from clerk.memory.registry import SYNTHETIC, register_memory
 
 
-@register_memory("null")
+# No answer view: its view is always empty.
+@register_memory("null", order=80, benchmarks=(SYNTHETIC,))
 class NullMemory(MemorySystem):
     """Remembers nothing: every view is the empty string."""
 

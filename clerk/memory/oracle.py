@@ -8,10 +8,12 @@ Read by the run's one reader, like every system.
 from __future__ import annotations
 
 from clerk.memory.ledger_system import LedgerSystem, Proposal
-from clerk.memory.registry import register_memory
+from clerk.memory.registry import LEDGER_VIEW, SYNTHETIC, register_memory
 
 
-@register_memory("oracle")
+# The read-cost probe measures the gold ledger for CLERK's: same format, same B slots, same cost.
+@register_memory("oracle", order=20, benchmarks=(SYNTHETIC,),
+                 view_kind=LEDGER_VIEW, read_cost_label="ledger (CLERK)")
 class OracleMemory(LedgerSystem):
     """Applies each session's ``gold_ops``; its ledger equals the gold ledger after every session."""
 

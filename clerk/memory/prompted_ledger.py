@@ -1,6 +1,6 @@
 """``prompted-ledger``: the untrained base model writes programs from a few-shot prompt and reads the ledger.
 
-Every advantage that is not training (issue: "trained beats prompted" must be a claim about
+Every advantage that is not training (so that "trained beats prompted" is a claim about
 training): instructions and worked examples in the style of Mem0's memory-update prompt
 (``prompts.PROMPTED_SYSTEM``/``PROMPTED_EXAMPLES``), the same program language and, when the
 evaluation constrains decoding, the same grammar as the trained policy. The instructions and
@@ -14,10 +14,10 @@ from __future__ import annotations
 from clerk import ledger as L
 from clerk import prompts
 from clerk.memory.ledger_system import ModelLedgerSystem
-from clerk.memory.registry import register_memory
+from clerk.memory.registry import LEDGER_VIEW, LOCOMO, SYNTHETIC, register_memory
 
 
-@register_memory("prompted-ledger")
+@register_memory("prompted-ledger", order=30, benchmarks=(SYNTHETIC, LOCOMO), view_kind=LEDGER_VIEW)
 class PromptedLedgerMemory(ModelLedgerSystem):
     """Few-shot ledger writing by the base model: isolates what training adds over prompting."""
 

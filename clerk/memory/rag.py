@@ -10,7 +10,7 @@ from typing import Any
 
 from clerk.memory.base import MemorySystem, View, WriteResult
 from clerk.memory.forgetting import redact_indexed
-from clerk.memory.registry import register_memory
+from clerk.memory.registry import SYNTHETIC, register_memory
 from clerk.memory.text import session_header
 
 
@@ -54,7 +54,8 @@ def build_index(tokens: list[list[str]]) -> Any:
     return retriever
 
 
-@register_memory("rag")
+@register_memory("rag", order=60, benchmarks=(SYNTHETIC,),
+                 view_kind="rag", read_cost_label="BM25 top-k turns")
 class RagMemory(MemorySystem):
     """No writer: every earlier turn (user and assistant) is a document, indexed on its content.
     The view shows the ``rag_k`` best turns for the question in chronological order, each as

@@ -73,7 +73,7 @@ class Reader:
 
     def _prefix(self, key: Hashable, text: str) -> Any:
         """The encoded ``text``, extended from the last prefix of ``key`` when that is exact."""
-        from clerk.scoring.prefix import encode_text, extend_prefix
+        from clerk.models.prefix import encode_text, extend_prefix
 
         last = self._last.get(key)
         if last is not None and last[0] == text:

@@ -20,7 +20,7 @@ from typing import Any
 from clerk.memory.base import MemorySystem, View, WriteResult
 from clerk.memory.forgetting import redact_indexed
 from clerk.memory.rag import build_index, top_k
-from clerk.memory.registry import register_memory
+from clerk.memory.registry import LOCOMO, register_memory
 from clerk.memory.text import fit_newest, session_header
 
 #: Summaries retrieved per question when the runtime's config has no ``summary_k``.
@@ -56,7 +56,9 @@ class SummaryState:
     index: Any = None
 
 
-@register_memory("summary-rag")
+# LoCoMo only (after full in table 2): synthetic sessions have no summaries (its view would be empty),
+# so the reader is not trained on its view either.
+@register_memory("summary-rag", order=100, benchmarks=(LOCOMO,))
 class SummaryRagMemory(MemorySystem):
     """BM25 over session summaries; the reader is the base model (``--reader-model``)."""
 

@@ -6,10 +6,11 @@
 from __future__ import annotations
 
 from clerk.memory.full import FullMemory
-from clerk.memory.registry import register_memory
+from clerk.memory.registry import SYNTHETIC, register_memory
 
 
-@register_memory("window")
+@register_memory("window", order=50, benchmarks=(SYNTHETIC,),
+                 view_kind="window", read_cost_label="last-k window")
 class WindowMemory(FullMemory):
     """The full view restricted to the ``window_k`` most recent sessions (still context-truncated)."""
 

@@ -24,7 +24,7 @@ def _cache_kwarg(model) -> str:
 
 def _preallocated_cache(capacity: int, prefix=None):
     """A ``DynamicCache`` whose layers write each step's keys/values into a buffer of ``capacity``
-    positions instead of growing by concatenation (issue 45: ``aten::cat`` of the growing cache,
+    positions instead of growing by concatenation (``aten::cat`` of the growing cache,
     the shared few-shot prefix included, was 74 % of the prompted-ledger decode's profiled time).
 
     Each layer's buffer is allocated at its first update, for that update's batch, and takes a
@@ -78,7 +78,7 @@ def _greedy_batch(model, rows: list[list[int]], max_new_tokens: int, stop_ids: l
 
     ``constraint`` (a :class:`clerk.models.constrained.GrammarConstraint` over the same rows)
     masks each step's logits to the tokens the rows' grammars allow. ``prefix`` (a
-    :class:`clerk.scoring.prefix.PrefixCache` of text every row continues) is encoded once: each
+    :class:`clerk.models.prefix.PrefixCache` of text every row continues) is encoded once: each
     row's cache starts as a view of it, and the row's own tokens follow it, left-padded after it.
     """
     import torch
@@ -159,7 +159,7 @@ def greedy_generate(model, tokenizer, prompts: list[str], max_new_tokens: int, b
     if shared_prefix is not None:
         if not all(p.startswith(shared_prefix) for p in prompts):
             raise ValueError("shared_prefix: every prompt must start with it")
-        from clerk.scoring.prefix import encode_text
+        from clerk.models.prefix import encode_text
 
         prefix = encode_text(model, tokenizer, shared_prefix, "shared_prefix")
         prompts = [p[len(shared_prefix):] for p in prompts]

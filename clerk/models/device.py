@@ -1,8 +1,8 @@
 """Device, CPU threads, CPU numerics and precision of a model job: CUDA when visible, else the
 CPU with a set thread count; MKL's conditional numerical reproducibility; and the precision mode
-(fp32, or bf16 frozen weights where the hardware has bf16 units, issue 45).
+(fp32, or bf16 frozen weights where the hardware has bf16 units).
 
-ATen's kernel dispatch is no longer pinned to AVX2 (issue 45): the pin did not make runs
+ATen's kernel dispatch is no longer pinned to AVX2: the pin did not make runs
 bit-identical across machines (an Intel rerun trained a different adapter from the AMD one on the
 same SFT bytes) and it broke bf16 (SDPA's "pack_vnni2 is only supported when avx512 is supported").
 
@@ -28,7 +28,7 @@ NUMERICS_MODES: dict[str, dict[str, str]] = {
     # The default. MKL (every fp32 matmul): conditional numerical reproducibility, AUTO branch:
     # fixed cache sizes, deterministic reductions, static scheduling, so blocking no longer
     # follows the CPU's caches. ATen's own kernels take the CPU's widest instruction set
-    # (AVX-512 where present): the AVX2 pin of issue 14 is gone (issue 45, see above).
+    # (AVX-512 where present): the AVX2 pin that reruns once took is gone (see above).
     "pinned": {"MKL_CBWR": "AUTO"},
     # Also across CPU vendors (Intel <-> AMD) for MKL: its COMPATIBLE branch (SSE2 code), the one
     # MKL documents as giving the same results on Intel and non-Intel CPUs. About 2.5x the CPU

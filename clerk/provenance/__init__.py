@@ -10,8 +10,9 @@ Modules: :mod:`~clerk.provenance.files` (sha256 of files and directories, JSON f
 (Snakemake's per-output records) · :mod:`~clerk.provenance.numbers` (numbers.json) ·
 :mod:`~clerk.provenance.manifest` (manifest.json) · :mod:`~clerk.provenance.verify` (trace and
 verify) · :mod:`~clerk.provenance.compare` (a rerun against the shipped results, with the
-tolerances of ``paper/tolerances.yaml``) · :mod:`~clerk.provenance.code_inputs` (the code inputs
-of a rule: the modules its verb imports) · :mod:`~clerk.provenance.cli` (the verbs).
+tolerances of ``paper/tolerances.yaml``) · :mod:`~clerk.provenance.cells` (rows matched by key) ·
+:mod:`~clerk.provenance.claims` (the paper's claims) · :mod:`~clerk.provenance.code_inputs` (a
+rule's code inputs: the modules its verb imports) · :mod:`~clerk.provenance.cli` (the verbs).
 
     clerk numbers --spec paper/numbers.yaml --out results/numbers.json
     clerk manifest --root results --extra paper/paper.md --out results/manifest.json

@@ -15,7 +15,8 @@ from pathlib import Path
 
 from clerk.errors import UserError
 from clerk.inputs import read_text, require
-from clerk.provenance.compare import FAILING, compare_trees, load_tolerances, summary_table
+from clerk.provenance.claims import CLAIM_STATUSES, check_claims
+from clerk.provenance.compare import FAILING, compare_trees, load_spec, summary_table
 from clerk.provenance.environment import environment_warnings
 from clerk.provenance.files import load_json, write_json
 from clerk.provenance.manifest import build_manifest
@@ -66,6 +67,10 @@ def _load_manifest(path: str, arg: str = "--manifest", nonempty: bool = True) ->
                 and (entry.get("files") is None or _is_str_map(entry.get("files"))), arg, path,
                 f"files[{name!r}] must be an object with 'sha256' (string or null), 'inputs' (path -> "
                 f"sha256), 'rule' and optional 'files'; got {entry!r:.80}")
+        size = entry.get("bytes")
+        require(size is None or (type(size) is int and size >= 0), arg, path,
+                f"files[{name!r}] field 'bytes' must be a whole number >= 0 (the size in bytes) or null, "
+                f"got {size!r}")
     return manifest
 
 
@@ -116,26 +121,51 @@ def _verify_main(args) -> None:
 
 
 def _compare_main(args) -> None:
-    rules = load_tolerances(args.tolerances)
-    numbers, cells, artifacts = compare_trees(Path(args.against), Path(args.rerun), rules)
-    print(f"clerk compare: shipped {args.against} vs rerun {args.rerun} (tolerances: {args.tolerances})\n")
-    print(summary_table(numbers, cells, artifacts))
+    spec = load_spec(args.tolerances)
+    paper = None if args.paper == "none" else Path(args.paper)
+    found = compare_trees(Path(args.against), Path(args.rerun), spec)
+    claims = check_claims(found, spec.rules, paper)
+    print(f"clerk compare: shipped {args.against} vs rerun {args.rerun} (tolerances: {args.tolerances})")
+    seeds = [", ".join(sorted(s, key=lambda x: (len(x), x))) for s in found.seeds]
+    if found.partial_seeds:
+        print(f"seeds: shipped {seeds[0]}; rerun {seeds[1]}: compared on the rerun's seeds, aggregates over "
+              "other seeds skipped")
+    fail_on = ("failed",) if args.partial else ("failed", "missing")
+    print("\nclaims (" + ", ".join(f"{sum(c.status == s for c in claims)} {s}" for s in CLAIM_STATUSES) + "):")
+    for claim in claims:
+        print(claim.line())
+    print("\ncells and numbers:\n")
+    print(summary_table(found.numbers, found.cells, found.artifacts))
+    if found.skips:
+        print("\nskipped (not comparable with this rerun):")
+        for skip in found.skips:
+            print(f"  {skip.line()}")
+    failing = ("different",) if args.partial else FAILING
     shown = ("within", "timing", *FAILING) if args.verbose else ("within", *FAILING)
-    items = [i for i in numbers + cells if i.status in shown]
+    items = [i for i in found.numbers + found.cells if i.status in shown]
     if items:
         print()
     for item in items:
         print(f"{item.status:>9}  {item.line()}")
-    changed = [(path, st) for path, st in artifacts if st != "equal"]
-    if changed and (args.verbose or any(i.status in FAILING for i in numbers + cells)):
+    changed = [(path, st) for path, st in found.artifacts if st != "equal"]
+    failed = [i for i in found.numbers + found.cells if i.status in failing]
+    if changed and (args.verbose or failed):
         print("\nfiles that differ (where a difference starts; information only):")
         for path, st in changed:
             print(f"{st:>9}  {path}")
-    failed = [i for i in numbers + cells if i.status in FAILING]
-    if failed:
-        names = ", ".join(i.name for i in failed[:20]) + (f", ... ({len(failed) - 20} more)" if len(failed) > 20 else "")
-        raise SystemExit(f"clerk compare: {len(failed)} number(s)/cell(s) beyond tolerance: {names}")
-    print("\nclerk compare: every number and cell equal or within its declared tolerance")
+    bad_claims = [c for c in claims if c.status in fail_on]
+    if bad_claims or failed:
+        parts = []
+        if bad_claims:
+            parts.append(f"{len(bad_claims)} claim(s) failed: " + ", ".join(f"{c.kind} {c.name}" for c in bad_claims[:10])
+                         + (f", ... ({len(bad_claims) - 10} more)" if len(bad_claims) > 10 else ""))
+        if failed:
+            parts.append(f"{len(failed)} number(s)/cell(s) beyond tolerance: " + ", ".join(i.name for i in failed[:20])
+                         + (f", ... ({len(failed) - 20} more)" if len(failed) > 20 else ""))
+        raise SystemExit("clerk compare: " + "; ".join(parts))
+    print("\nclerk compare: every claim holds" + (" or was skipped" if any(c.status != "holds" for c in claims) else "")
+          + "; every number and cell equal or within its declared tolerance"
+          + (" (a partial rerun: files and rows it lacks listed, not failed)" if args.partial else ""))
 
 
 def register_cli(sub) -> None:
@@ -178,12 +208,21 @@ def register_cli(sub) -> None:
                         "requirements.lock)")
     p.set_defaults(func=_verify_main)
 
-    p = sub.add_parser("compare", help="shipped vs rerun: every paper number and table cell, against declared tolerances",
-                       description="Compare a rerun's results folder with the shipped one: every number of numbers.json "
-                       "and every CSV cell is equal, within its tolerance (paper/tolerances.yaml), timing (never "
-                       "compared) or different. Exit 1 naming every number or cell beyond tolerance.")
+    p = sub.add_parser("compare", help="shipped vs rerun: the paper's claims, then every paper number and table cell",
+                       description="Compare a rerun's results folder with the shipped one. First the claims: every "
+                       "conclusive paired verdict keeps its sign and stays conclusive, the rankings of tables 1-3 hold "
+                       "where the gap exceeds the two cells' tolerances, the abstract's numbers lie within tolerance. "
+                       "Then every number of numbers.json and every CSV cell (rows matched by key) is equal, within its "
+                       "tolerance (paper/tolerances.yaml), timing (never compared), skipped (a seed the rerun lacks, or "
+                       "an aggregate over other seeds) or different. Exit 1 naming every failed claim and every number "
+                       "or cell beyond tolerance.")
     p.add_argument("rerun", help="the rerun's results folder (with numbers.json, the tables, manifest.json)")
     p.add_argument("--against", default="results", help="the shipped results folder (default: results)")
     p.add_argument("--tolerances", default="paper/tolerances.yaml", help="default: paper/tolerances.yaml")
+    p.add_argument("--paper", default="paper/paper.md",
+                   help="rendered paper whose abstract's numbers are headline claims ('none' = skip; default: paper/paper.md)")
+    p.add_argument("--partial", action="store_true",
+                   help="the rerun holds only some of the files (a record of tables): a file, row or number it "
+                        "lacks is listed, not failed")
     p.add_argument("--verbose", action="store_true", help="also list timing items and every differing file")
     p.set_defaults(func=_compare_main)

@@ -2,19 +2,22 @@
 
 A rule declares as inputs the source files its job runs, so that Snakemake reruns the job when
 one of them changes and only then. Those files are the transitive import closure, read statically
-from the source, of the verb's own module (:data:`clerk.cli.VERBS`) and of :mod:`clerk.command`
-(what every verb runs: ``--config``, errors, CPU numerics). Every ``import`` statement counts,
-also one inside a function or under ``TYPE_CHECKING``: the closure may hold a module a job never
-reaches, never miss one it does. Importing a submodule runs its packages' ``__init__`` first, so
-those count too (with what they import). :mod:`clerk.cli` itself is not an input: it only picks
-the verb's module, and a verb routed elsewhere changes the inputs computed here.
+from the source, of the verb's own module (the workflow looks it up in ``clerk.cli.VERBS``) and of
+:mod:`clerk.command` (what every verb runs: ``--config``, errors, CPU numerics). Every ``import``
+statement counts, also one inside a function or under ``TYPE_CHECKING``: the closure may hold a
+module a job never reaches, never miss one it does. Importing a submodule runs its packages'
+``__init__`` first, so those count too (with what they import). A module that scans packages
+(calls ``pkgutil.iter_modules``, as the memory registry does to import every system) counts as
+importing every module of each package it names in a string (``"clerk.memory"``). The ``clerk``
+dispatcher itself is not an input: it only picks the verb's module, and a verb routed elsewhere
+changes the inputs computed here.
 
-What is not Python (the phrasing YAML files) the rules declare themselves; a module imported by
-a computed name is invisible here (the dispatch of :mod:`clerk.cli` is the only one, by design).
+What is not Python (the phrasing YAML files) the rules declare themselves; any other module
+imported by a computed name would be invisible here.
 
 The graph is read once per package directory and process (a workflow load) and cached.
 
-    python -c "from clerk.provenance.code_inputs import verb_code; print(verb_code('train'))"
+    python -c "from clerk.provenance.code_inputs import module_code; print(module_code('clerk.train.cli'))"
 """
 
 from __future__ import annotations
@@ -47,7 +50,8 @@ class ImportGraph:
         """The package's modules that ``name`` imports, anywhere in its source."""
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         named: set[str] = set()
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 named.update(alias.name for alias in node.names)
             elif isinstance(node, ast.ImportFrom):
@@ -58,7 +62,17 @@ class ImportGraph:
                 named.add(base)
                 # ``from a import b``: b is a submodule of a, or a name a defines
                 named.update(f"{base}.{alias.name}" for alias in node.names)
+        named |= self._scanned(tree)
         return {module for module in named if module in self.files and module != name}
+
+    def _scanned(self, tree: ast.Module) -> set[str]:
+        """Every module of the packages a package scan imports (none without a scan)."""
+        nodes = list(ast.walk(tree))
+        if not any(isinstance(n, ast.Call) and _call_name(n.func) == "iter_modules" for n in nodes):
+            return set()
+        packages = {n.value for n in nodes if isinstance(n, ast.Constant) and isinstance(n.value, str)
+                    and n.value in self.files and self.files[n.value].name == "__init__.py"}
+        return {module for module in self.files if module.rpartition(".")[0] in packages}
 
     def closure(self, *modules: str) -> set[str]:
         """``modules`` and every module they import, directly or not, with the packages above each.
@@ -92,6 +106,13 @@ def import_graph(root: str | Path = "clerk") -> ImportGraph:
     return _graph(str(root), str(Path(root).resolve()))
 
 
+def _call_name(func: ast.expr) -> str | None:
+    """``f`` of a call ``f(...)`` or ``x.f(...)``."""
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else None
+
+
 @functools.cache
 def _graph(root: str, resolved: str) -> ImportGraph:
     return ImportGraph(root)
@@ -102,18 +123,3 @@ def module_code(*modules: str, root: str | Path = "clerk") -> list[str]:
     with the shared module of every verb (:data:`SHARED`)."""
     graph = import_graph(root)
     return graph.paths(graph.closure(*modules, SHARED))
-
-
-def verb_code(verb: str, root: str | Path = "clerk") -> list[str]:
-    """Source files a job of ``clerk VERB`` runs: the closure of the verb's own module and of
-    :data:`SHARED`, read from the package directory ``root`` (relative to the working directory,
-    the way rules name their inputs).
-
-    Raises:
-        KeyError: ``verb`` is not a verb of :data:`clerk.cli.VERBS`.
-    """
-    from clerk.cli import VERBS
-
-    if verb not in VERBS:
-        raise KeyError(f"unknown clerk verb {verb!r}; known: {', '.join(VERBS)}")
-    return module_code(VERBS[verb][0], root=root)

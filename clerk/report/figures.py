@@ -14,15 +14,16 @@ from pathlib import Path
 from typing import Any
 
 from clerk.errors import UserError
+from clerk.memory.registry import MEMORY_REGISTRY
 from clerk.report.systems import QUESTION_TYPES, SYSTEM_ORDER
 from clerk.report.tabular import ordered, read_csv, seed_key
 
 #: Figure kinds of ``clerk figure``, in the paper's order (a)-(e).
 FIGURES = ("read-cost", "accuracy", "eviction", "loss", "state-f1", "learning-curve")
-#: Read-cost views in plot order, with the label the paper uses (the oracle ledger stands in for
-#: CLERK's ledger: same format, same B slots, so the same read cost).
-VIEW_LABELS = {"oracle": "ledger (CLERK)", "full": "full history", "window": "last-k window",
-               "rag": "BM25 top-k turns", "add-only": "add-only notes"}
+#: Read-cost views in plot order, with the label the paper uses: each probed system's
+#: ``read_cost_label`` in the registry (the oracle ledger stands in for CLERK's ledger: same format,
+#: same B slots, so the same read cost).
+VIEW_LABELS = MEMORY_REGISTRY.read_cost_views()
 
 #: rcParams that make renders reproducible: bundled font, fixed SVG ids, embedded TrueType.
 PLOT_RC = {"svg.hashsalt": "clerk", "pdf.fonttype": 42, "ps.fonttype": 42,

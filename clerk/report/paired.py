@@ -16,8 +16,8 @@ independent intervals. For each (split, system) this table gives the accuracy di
 ``conclusive`` is true when the bootstrap interval excludes zero by more than ``margin``: the
 largest change of a bootstrap bound between two CPU kinds, as ``paper/tolerances.yaml`` declares
 it for ``table_paired.csv:boot_low`` / ``boot_high`` (``--tolerances``; measured in
-``benchmarks/machine-spread.md``), so that a verdict holds at both ends of the machine spread
-(issue 49). Without ``--tolerances`` the margin is 0. The paper's claims follow it.
+``benchmarks/machine-spread.md``), so that a verdict holds at both ends of the machine spread.
+Without ``--tolerances`` the margin is 0. The paper's claims follow it.
 
     clerk table-paired --predictions results/eval/*/test/predictions.jsonl results/eval/*/test_ood/predictions.jsonl \\
         --out results/table_paired.csv --markdown results/table_paired.md
@@ -31,12 +31,13 @@ from pathlib import Path
 from typing import Any
 
 from clerk.errors import UserError
+from clerk.memory.registry import MEMORY_REGISTRY
 from clerk.report.stats import CI_LEVEL, aggregate
 from clerk.report.systems import SYSTEM_ORDER
 from clerk.report.tabular import markdown_table, ordered, write_csv, write_text
 
-#: The system every other is compared with.
-REFERENCE = "clerk"
+#: The system every other is compared with (the one the registry declares the reference: clerk).
+REFERENCE = MEMORY_REGISTRY.reference()
 #: Resamples of the persona bootstrap and its seed.
 N_BOOT = 10_000
 BOOT_SEED = 20261201

@@ -20,6 +20,7 @@ import math
 from typing import Any
 
 from clerk.errors import UserError
+from clerk.memory.registry import MEMORY_REGISTRY
 from clerk.report.tabular import markdown_table, mean_pm, ordered, read_json, seed_note
 
 #: Question types in the order the tables and figures list them (SPEC §2).
@@ -33,7 +34,7 @@ SYSTEM_METRICS = (
     *(f"op_{k.lower()}_f1" for k in OP_KINDS), "state_f1", "state_exact_rate", "invalid_op_rate",
     "parse_failure_rate", "read_tokens", "write_tokens", "truncated_rate", "wall_seconds",
     "n_questions", "n_personas",
-    # issue 46 (after the columns above, which keep their names and places): teacher-forced op
+    # Added later (after the columns above, which keep their names and places): teacher-forced op
     # scores, the share of writes made against a drifted ledger, the gold EVICT ops the EVICT F1
     # is measured on, the extra writes' seconds and the eviction-pressure slice's personas.
     "op_tf_precision", "op_tf_recall", "op_tf_f1", *(f"op_tf_{k.lower()}_f1" for k in OP_KINDS),
@@ -41,8 +42,9 @@ SYSTEM_METRICS = (
 )
 #: Group columns of the systems table (``reader`` is constant per system; a change shows as a new row).
 SYSTEM_KEYS = ("split", "system", "reader", "is_ledger")
-#: Row order of systems where no config order is at hand (the SPEC §6 table order).
-SYSTEM_ORDER = ("clerk", "oracle", "prompted-ledger", "full", "window", "rag", "add-only", "null")
+#: Row order of systems where no config order is at hand (the SPEC §6 table order): the order each
+#: system declares in the registry.
+SYSTEM_ORDER = tuple(MEMORY_REGISTRY.in_order())
 #: How the tables name a reader (:func:`reader_label`).
 READER_LABELS = {"mc:adapter": "trained adapter", "mc:reader": "reader adapter", "mc:base": "base model",
                  "rule": "exact rule"}
@@ -93,7 +95,7 @@ def system_rows(metrics: dict, path: str = "metrics.json") -> list[dict]:
         by_type = rec.get("accuracy_by_type") or {}
         op = rec.get("op") or {}
         by_op = op.get("by_type") or {}
-        forced = rec.get("op_teacher_forced") or {}  # absent from files written before issue 46
+        forced = rec.get("op_teacher_forced") or {}  # absent from files written before it existed
         by_forced = forced.get("by_type") or {}
         evict = by_op.get("EVICT")
         n_slice = int(metrics["input"].get("n_slice_personas") or 0)

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from clerk.errors import UserError
+from clerk.models.prefix import token_ids
 from clerk.scoring.mc import pick, score_batch, score_options, score_options_naive
-from clerk.scoring.prefix import token_ids
 
 
 @dataclass

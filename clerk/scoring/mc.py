@@ -43,21 +43,44 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from clerk.scoring.prefix import (
-    PrefixCache,
-    check_eval_mode,
-    continuation_logprobs,
-    encode_text,
-    extend_prefix,
-    forward,
-    token_ids,
-)
+from clerk.models.prefix import PrefixCache, _fork_cache, encode_text, extend_prefix, forward, token_ids
 
 #: Most (cached + fed) token rows one option forward may hold. The forked cache is materialised
 #: as batch x (prefix + width) keys and values per layer (SmolLM2-135M: 46 KB per token row, so
 #: 16384 rows ~ 0.75 GB); past this, options are scored in several forwards. At ~500-token
 #: prompts and 10 options every option still goes in one forward.
 MAX_BATCH_TOKENS = 16384
+
+
+def check_eval_mode(model: Any) -> None:
+    """Scores must not depend on dropout, so the model has to be in eval mode."""
+    if model.training:
+        raise ValueError("model: expected eval mode (call model.eval()), got training mode")
+
+
+def continuation_logprobs(model: Any, state: PrefixCache, option_ids: Sequence[Sequence[int]]) -> list[list[float]]:
+    """Log-probs of tokens 1..n-1 of each option (all with n >= 2) in ONE forward on ``state``."""
+    import torch
+
+    device = model.device
+    n, p = len(option_ids), len(state)
+    width = max(len(ids) - 1 for ids in option_ids)
+    # Right padding: pad positions come after every real token, so causality alone keeps them out
+    # of real tokens' attention; the mask says so explicitly. Pad id 0 is any valid id (its outputs
+    # are never read). Position ids default to p + column, right for every row.
+    feed = torch.zeros((n, width), dtype=torch.long, device=device)
+    mask = torch.zeros((n, p + width), dtype=torch.long, device=device)
+    mask[:, :p] = 1
+    for r, ids in enumerate(option_ids):
+        feed[r, : len(ids) - 1] = torch.tensor(ids[:-1], dtype=torch.long, device=device)
+        mask[r, p : p + len(ids) - 1] = 1
+    logits, _ = forward(model, feed, cache=_fork_cache(state.cache, n), attention_mask=mask)
+    out = []
+    for r, ids in enumerate(option_ids):
+        logprobs = logits[r, : len(ids) - 1].float().log_softmax(-1)  # (n_r - 1, vocab)
+        targets = torch.tensor(ids[1:], dtype=torch.long, device=device)
+        out.append(logprobs.gather(-1, targets[:, None])[:, 0].tolist())
+    return out
 
 
 def pick(scores: Sequence[float]) -> int:

@@ -1,6 +1,6 @@
 """Tree-packed multiple-choice scoring: every question over one view, every option, one forward.
 
-A view is encoded once (:class:`~clerk.scoring.prefix.PrefixCache`). Its questions and their
+A view is encoded once (:class:`~clerk.models.prefix.PrefixCache`). Its questions and their
 options form a tree on top of it: each question's suffix (the question and the answer frame)
 hangs off the view, each option hangs off its question. :func:`score_tree` packs the whole tree
 into ONE sequence fed on the view's KV cache, with
@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from clerk.scoring.prefix import PrefixCache, _cache_kwarg, _fork_cache
+from clerk.models.prefix import PrefixCache, _cache_kwarg, _fork_cache
 
 
 @dataclass(frozen=True)

@@ -63,7 +63,7 @@ class SFTDataConfig:
         answer_ratio: ANSWER examples per CONSOLIDATE example in each split (>= 0; 0 = none).
         val_fraction: share of personas held out for validation, in [0, 1).
         answer_views: view kind -> weight of its share of the ANSWER examples
-            (``clerk.memory.views.VIEW_KINDS``; weights > 0).
+            (the registry's ``MEMORY_REGISTRY.view_kinds()``; weights > 0).
         evict_weight: copies of each CONSOLIDATE example whose gold program has an EVICT (>= 1).
     """
 
@@ -80,10 +80,11 @@ class SFTDataConfig:
             raise UserError(f"answer_ratio must be a finite number >= 0, got {self.answer_ratio!r}")
         if not _is_number(self.val_fraction) or not 0 <= self.val_fraction < 1:
             raise UserError(f"val_fraction must be a number in [0, 1), got {self.val_fraction!r}")
-        from clerk.memory.views import VIEW_KINDS
+        from clerk.memory import MEMORY_REGISTRY
 
-        if not self.answer_views or any(k not in VIEW_KINDS for k in self.answer_views):
-            raise UserError(f"answer_views must map view kinds ({', '.join(VIEW_KINDS)}) to weights, got {self.answer_views!r}")
+        kinds = MEMORY_REGISTRY.view_kinds()
+        if not self.answer_views or any(k not in kinds for k in self.answer_views):
+            raise UserError(f"answer_views must map view kinds ({', '.join(kinds)}) to weights, got {self.answer_views!r}")
         if any(not _is_number(w) or not math.isfinite(w) or w <= 0 for w in self.answer_views.values()):
             raise UserError(f"answer_views weights must be numbers > 0, got {self.answer_views!r}")
         if type(self.evict_weight) is not int or self.evict_weight < 1:

@@ -22,6 +22,7 @@ predicate ever held), and two counters:
 from __future__ import annotations
 
 import abc
+import unicodedata
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -170,6 +171,34 @@ def check_text(field_name: str, value: Any) -> str:
     return value
 
 
+def text_problem(value: str, controls: bool = True) -> str | None:
+    """Why ``value`` cannot be stored as ledger text, or None: a lone surrogate (what a byte that
+    was not UTF-8 becomes when decoded with ``surrogateescape``) or, with ``controls``, a control
+    character (Unicode category Cc: C0, DEL, C1; newlines and tabs included).
+
+    >>> text_problem("ci\\udcfft"), text_problem("a\\tb"), text_problem("Zürich"), text_problem("a\\tb", controls=False)
+    ('a lone surrogate U+DCFF at offset 2 (bytes that were not UTF-8)', 'a control character U+0009 at offset 1', None, None)
+    """
+    for pos, ch in enumerate(value):
+        if "\ud800" <= ch <= "\udfff":
+            return f"a lone surrogate U+{ord(ch):04X} at offset {pos} (bytes that were not UTF-8)"
+        if controls and unicodedata.category(ch) == "Cc":
+            return f"a control character U+{ord(ch):04X} at offset {pos}"
+    return None
+
+
+def check_ledger_text(ledger: list) -> None:
+    """Every text field (``s``, ``p``, ``o``, ``prev``) of every occupied slot is storable text:
+    no lone surrogate, no control character (:func:`text_problem`). Raises UserError naming the
+    slot, the field and the value."""
+    for slot in L.occupied(ledger):
+        for name in ("s", "p", "o", "prev"):
+            value = slot.get(name)
+            if isinstance(value, str) and (why := text_problem(value)):
+                raise UserError(f"ledger to publish: slot {slot['i']} field {name!r} must be text without lone "
+                                f"surrogates or control characters, got {value!r}: {why}")
+
+
 def check_name(field_name: str, value: Any) -> str:
     """A subject or predicate: a non-empty string (:func:`check_text`). Raises UserError naming the field."""
     if not isinstance(value, str) or not value.strip():
@@ -275,7 +304,7 @@ class Store(abc.ABC):
         the same transaction, and the call returns only once that transaction is durable.
 
         A slot of another predicate of this subject whose value holds a forgotten value (as text,
-        any case or Unicode normal form: :mod:`clerk.store.scrub`) is freed too, and such a ``prev`` cleared: a learned writer can file a
+        any case or Unicode normal form: :mod:`clerk.scrub`) is freed too, and such a ``prev`` cleared: a learned writer can file a
         value under the wrong predicate, and the value must still leave the ledger (SPEC §9).
         Not erased: other subjects.
         """

@@ -28,8 +28,8 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from clerk import ledger as L
+from clerk import scrub
 from clerk.errors import UserError
-from clerk.store import scrub
 from clerk.store.base import (
     ConcurrentPublish,
     ForgetReport,
@@ -39,6 +39,7 @@ from clerk.store.base import (
     Store,
     UnknownSubject,
     check_derived,
+    check_ledger_text,
     check_name,
     check_transcript,
     check_values,
@@ -164,6 +165,7 @@ class SqlStore(Store):
             L.validate_ledger(ledger)
         except ValueError as err:
             raise UserError(f"ledger to publish is malformed: {err}") from None
+        check_ledger_text(ledger)
         if generation is not None and (type(generation) is not int or generation < 0):
             raise UserError(f"generation must be an int >= 0 or None, got {generation!r}")
         if type(session) is not int or session < 0:

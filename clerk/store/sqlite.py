@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -37,6 +38,41 @@ BUSY_TIMEOUT_S = 60.0
 #: Pragmas set on every connection, and the value each must read back as.
 PRAGMAS = (("secure_delete", "ON", 1), ("journal_mode", "DELETE", "delete"),
            ("synchronous", "FULL", 2), ("temp_store", "MEMORY", 2))
+
+
+#: What a file that is not a regular file is, by its ``stat`` type.
+_FILE_KINDS = ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO (named pipe)"),
+               (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+
+
+def file_problem(path: str) -> str | None:
+    """Why ``path`` cannot hold a SQLite store, or None for a regular file (a symbolic link is
+    followed: a link to a regular file is fine). The reason reads after "it ...".
+
+    >>> file_problem("/nonexistent/m.db"), file_problem("/")
+    ('does not exist', 'is a directory, not a regular file')
+    """
+    try:
+        link = os.lstat(path)
+    except FileNotFoundError:
+        return "does not exist"
+    except OSError as err:
+        return f"cannot be examined ({err.strerror})"
+    via = ""
+    if stat.S_ISLNK(link.st_mode):
+        via = f"is a symbolic link to {os.readlink(path)!r}, which "
+        try:
+            info = os.stat(path)
+        except FileNotFoundError:
+            return via + "does not exist (a dangling link)"
+        except OSError as err:
+            return via + f"cannot be examined ({err.strerror})"
+    else:
+        info = link
+    for test, kind in _FILE_KINDS:
+        if test(info.st_mode):
+            return f"{via}is {kind}, not a regular file"
+    return None
 
 
 class SQLiteStore(SqlStore):
@@ -57,15 +93,20 @@ class SQLiteStore(SqlStore):
                  timeout: float = BUSY_TIMEOUT_S, create: bool = True) -> None:
         super().__init__(budget=budget, fence=fence)
         self.path = path
-        if not create and path != ":memory:" and not os.path.isfile(path):
-            what = "is a directory" if os.path.isdir(path) else "does not exist"
-            raise StoreError(f"no SQLite store at {path!r}: the file {what} (this verb creates no store; "
-                             f"check the --store URL)")
+        if path != ":memory:":
+            problem = file_problem(path)
+            if problem is not None and (not create or problem != "does not exist"):
+                hint = "this verb creates no store; " if not create else ""
+                raise StoreError(f"no SQLite store at {path!r}: it {problem} ({hint}check the --store URL)")
         if not create and path != ":memory:":
-            with open(path, "rb") as fh:
-                if fh.read(16) != b"SQLite format 3\x00":  # checked before SQLite writes a header into it
-                    raise StoreError(f"no SQLite store at {path!r}: the file is not a SQLite database "
-                                     f"(empty or other content; this verb creates no store, check the --store URL)")
+            try:
+                with open(path, "rb") as fh:
+                    header = fh.read(16)
+            except OSError as err:
+                raise StoreError(f"no SQLite store at {path!r}: it cannot be read ({err.strerror})") from None
+            if header != b"SQLite format 3\x00":  # checked before SQLite writes a header into it
+                raise StoreError(f"no SQLite store at {path!r}: the file is not a SQLite database "
+                                 f"(empty or other content; this verb creates no store, check the --store URL)")
         try:
             # isolation_level=None: no implicit transactions; every one is an explicit BEGIN.
             self._conn = sqlite3.connect(path, timeout=timeout, isolation_level=None)

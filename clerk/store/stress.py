@@ -14,12 +14,19 @@ another worker published that subject first) is retried from a fresh read, as a 
 Forgetter processes loop: wait, pick a subject and a predicate (or, one time in ten, the whole
 subject), read it (a view for the judge), forget, record the acknowledged generation.
 
+A run lasts ``seconds``, or, with ``events`` N, until N publishes, N forgets and N *stale*
+publishes (a publish whose captured generation a forget has advanced since: refused with the
+fence, let through without it) have happened, whatever the machine's speed; ``seconds`` is then
+only a cap, and reaching it first marks the run incomplete (``events_reached`` false, and
+``clerk stress-forget`` exits 1). The processes share the event counts.
+
 Every read is recorded as a view (subject, generation, value codes present); at the end the
 parent reads the final state and :mod:`clerk.store.audit` counts resurrections and lost writes.
 ``fence=False`` runs the same code with only the store's generation re-proof skipped: the
 negative control that shows what the fence prevents.
 
     clerk stress-forget --store sqlite:///$(mktemp -d)/m.db --workers 4 --forgetters 2 --seconds 20
+    clerk stress-forget --store sqlite:///$(mktemp -d)/m.db --events 20 --seconds 300
 """
 
 from __future__ import annotations
@@ -63,6 +70,10 @@ BUDGET = 8
 MAX_SECONDS = 86400.0
 #: Seconds past the deadline a process may take to finish its last operation.
 GRACE_S = 90.0
+#: Positions in the shared event counts: publishes, forgets, stale publishes.
+PUBLISHED, FORGOTTEN, STALE = 0, 1, 2
+#: The event counts shared by the processes of one run (set in each by :func:`_share`), or None.
+_EVENTS = None
 
 
 @dataclass
@@ -80,6 +91,8 @@ class StressConfig:
     think_ms: float = 10.0
     #: a forgetter's wait between forgets, ms (drawn from [0.5x, 1.5x]).
     forget_gap_ms: float = 40.0
+    #: run until this many publishes, forgets and stale publishes each (``seconds`` is then a cap).
+    events: int | None = None
 
     def __post_init__(self) -> None:
         backend_of(self.url)
@@ -94,6 +107,8 @@ class StressConfig:
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) \
                     or value <= 0:
                 raise UserError(f"{name} must be a finite number > 0, got {value!r}")
+        if self.events is not None and (type(self.events) is not int or self.events < 1):
+            raise UserError(f"events must be an int >= 1 (or absent: run for seconds), got {self.events!r}")
         if self.seconds > MAX_SECONDS:
             raise UserError(f"seconds must be at most {MAX_SECONDS:g} (one day), got {self.seconds!r}")
 
@@ -173,18 +188,40 @@ def _sleep(rng: random.Random, ms: float) -> None:
     time.sleep(rng.uniform(0.5, 1.5) * ms / 1000)
 
 
+def _share(events) -> None:
+    """Pool initializer: the run's shared event counts (a ``multiprocessing`` int array of 3)."""
+    global _EVENTS
+    _EVENTS = events
+
+
+def _count(kind: int) -> None:
+    if _EVENTS is not None:
+        with _EVENTS.get_lock():
+            _EVENTS[kind] += 1
+
+
+def _running(cfg: StressConfig, deadline: float) -> bool:
+    """True until ``deadline`` (a ``time.time()``), or until every event count reached ``cfg.events``."""
+    if time.time() >= deadline:
+        return False
+    if cfg.events is None or _EVENTS is None:
+        return True
+    with _EVENTS.get_lock():
+        return min(_EVENTS[:]) < cfg.events
+
+
 def run_worker(cfg: dict, worker: int, deadline: float) -> dict:
     """One consolidation worker until ``deadline`` (a ``time.time()``); returns its records."""
     cfg_ = StressConfig(**cfg)
     rng = random.Random(f"{cfg_.seed}:worker:{worker}")
-    out = {"published": [], "seen": [], "refused": 0, "conflicts": 0}
+    out = {"published": [], "seen": [], "refused": 0, "conflicts": 0, "stale_published": 0}
     counter = 0
     with open_store(cfg_.url, budget=BUDGET, fence=cfg_.fence) as store:
-        while time.time() < deadline:
+        while _running(cfg_, deadline):
             subject = rng.choice(cfg_.names())
             turns, writes = make_session(rng, worker, counter)
             counter += len(writes)
-            while time.time() < deadline:
+            while _running(cfg_, deadline):
                 with store.consolidation(subject) as c:
                     out["seen"].append(_seen(c.snapshot))
                     program = gold_program(c.ledger, subject, turns)
@@ -194,11 +231,16 @@ def run_worker(cfg: dict, worker: int, deadline: float) -> dict:
                         receipt = c.publish(program, turns, derived=derive(c.derived, turns, new_ledger, c.now))
                     except StaleGeneration:
                         out["refused"] += 1
+                        _count(STALE)
                         continue
                     except ConcurrentPublish:
                         out["conflicts"] += 1
                         continue
                 out["published"].append(Published(subject, receipt.session, receipt.generation, writes))
+                _count(PUBLISHED)
+                if receipt.generation != c.generation:  # only without the fence: a forget landed since the read
+                    out["stale_published"] += 1
+                    _count(STALE)
                 break
     return out
 
@@ -209,7 +251,7 @@ def run_forgetter(cfg: dict, forgetter: int, deadline: float) -> dict:
     rng = random.Random(f"{cfg_.seed}:forgetter:{forgetter}")
     out = {"forgets": [], "seen": []}
     with open_store(cfg_.url, budget=BUDGET, fence=cfg_.fence) as store:
-        while time.time() < deadline:
+        while _running(cfg_, deadline):
             _sleep(rng, cfg_.forget_gap_ms)
             subject = rng.choice(cfg_.names())
             predicate = None if rng.random() < 0.1 else rng.choice(sorted(PREDICATES))
@@ -219,11 +261,13 @@ def run_forgetter(cfg: dict, forgetter: int, deadline: float) -> dict:
             except UnknownSubject:  # no worker has published for it yet: nothing to erase
                 continue
             out["forgets"].append(Forgot(subject, predicate, report.generation))
+            _count(FORGOTTEN)
     return out
 
 
 def run_stress(cfg: StressConfig) -> dict:
-    """Run workers and forgetters against ``cfg.url`` for ``cfg.seconds``; judge; return the report.
+    """Run workers and forgetters against ``cfg.url`` for ``cfg.seconds`` (or until ``cfg.events``
+    of each kind, ``cfg.seconds`` the cap); judge; return the report.
 
     Raises:
         UserError: the store already holds subjects (the harness must own every subject it judges).
@@ -235,7 +279,8 @@ def run_stress(cfg: StressConfig) -> dict:
     ctx = multiprocessing.get_context("spawn")  # no fork of a parent holding connections or threads
     start = time.time()
     deadline = start + cfg.seconds
-    with ctx.Pool(cfg.workers + cfg.forgetters) as pool:
+    events = ctx.Array("q", 3)  # publishes, forgets, stale publishes: shared by every process
+    with ctx.Pool(cfg.workers + cfg.forgetters, initializer=_share, initargs=(events,)) as pool:
         jobs = [pool.apply_async(run_worker, (asdict(cfg), w, deadline)) for w in range(cfg.workers)]
         jobs += [pool.apply_async(run_forgetter, (asdict(cfg), f, deadline)) for f in range(cfg.forgetters)]
         results = [job.get(timeout=max(0.0, deadline - time.time()) + GRACE_S) for job in jobs]
@@ -249,6 +294,9 @@ def run_stress(cfg: StressConfig) -> dict:
     report = {"backend": backend_of(cfg.url), "fence": cfg.fence, "workers": cfg.workers,
               "forgetters": cfg.forgetters, "seconds": round(seconds, 2), "published": len(published),
               "refused": sum(r["refused"] for r in workers), "conflicts": sum(r["conflicts"] for r in workers),
-              "forgets": len(forgets)}
+              "stale_published": sum(r["stale_published"] for r in workers), "forgets": len(forgets),
+              "events": cfg.events}
+    stale = report["refused"] + report["stale_published"]
+    report["events_reached"] = cfg.events is None or min(len(published), len(forgets), stale) >= cfg.events
     report.update(judge(published, forgets, seen, finals))
     return report

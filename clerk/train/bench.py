@@ -1,8 +1,8 @@
 """Benchmark of ``clerk bench-train``: training throughput of each precision mode on the same batches.
 (Greedy consolidation quality of adapters is ``clerk learning-curve``, on validation personas.)
 
-Modes (:data:`MODES`): ``fp32``; ``bf16-frozen`` (frozen base weights bf16, LoRA adapters fp32,
-issue 45); ``bf16-autocast`` (fp32 weights under CPU bf16 autocast: every frozen weight, the tied
+Modes (:data:`MODES`): ``fp32``; ``bf16-frozen`` (frozen base weights bf16, LoRA adapters fp32);
+``bf16-autocast`` (fp32 weights under CPU bf16 autocast: every frozen weight, the tied
 LM head included, is cast at every step); any of them with ``-topN``: LoRA on the top N layers only.
 
     clerk bench-train --model resources/models/smollm2-135m --sft results/sft/137 --steps 5

@@ -14,7 +14,8 @@ from snakemake.exceptions import WorkflowError
 
 from clerk.config import validate_config
 from clerk.models.device import nvidia_gpu_visible
-from clerk.provenance.code_inputs import verb_code
+from clerk.cli import VERBS
+from clerk.provenance.code_inputs import module_code
 from clerk.wiring import (
     EVAL_SPLITS,
     FIGURES,
@@ -147,9 +148,12 @@ def rule_resources(name):
 def code(verb):
     """The library files a job of `clerk VERB` runs, declared as its inputs so that a change to
     one of them, and only to one of them, reruns the job: the clerk modules the verb's command
-    imports, read from the source once per workflow load (clerk.provenance.code_inputs).
+    imports (clerk.cli.VERBS names its module), read from the source once per workflow load
+    (clerk.provenance.code_inputs).
     """
-    return verb_code(verb)
+    if verb not in VERBS:
+        raise WorkflowError(f"code({verb!r}): not a clerk verb; known: {', '.join(VERBS)}")
+    return module_code(VERBS[verb][0])
 
 
 # The built-in phrasing data (the catalogue, its wordings and the open world's key space).

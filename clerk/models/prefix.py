@@ -1,10 +1,11 @@
-"""Prefix caches and model plumbing for :mod:`clerk.scoring.mc`: encoding a prompt once and
-scoring on top of its KV cache without changing it.
+"""Prefix KV caches: encoding a prompt once and continuing from its cache without changing it.
 
+The model plumbing that the reader's scoring (:mod:`clerk.scoring.mc`, :mod:`clerk.scoring.tree`)
+and the writers' decoding (:mod:`clerk.models.decoding`, a shared few-shot frame) both build on.
 A :class:`PrefixCache` holds a prompt's ids, its ``DynamicCache`` (batch 1) and the next-token
-log-probabilities after it. Scoring forks the cache (:func:`_fork_cache`: views expanded to the
-batch of options, never a copy of the source) and runs one forward on the fork. The forward's
-cache argument is ``cache`` from transformers 5.24 on and ``past_key_values`` before
+log-probabilities after it. A continuation forks the cache (:func:`_fork_cache`: views expanded
+to the batch of continuations, never a copy of the source) and runs one forward on the fork. The
+forward's cache argument is ``cache`` from transformers 5.24 on and ``past_key_values`` before
 (:func:`_cache_kwarg`). Only full-attention layers can be forked exactly.
 
     python -m pytest tests/test_scoring.py -q -k "peft or mutated"
@@ -40,12 +41,6 @@ class PrefixCache:
 def token_ids(tokenizer: Any, text: str) -> list[int]:
     """Token ids of ``text`` without BOS/EOS (the boundary rule of :mod:`clerk.scoring.mc`)."""
     return list(tokenizer(text, add_special_tokens=False)["input_ids"])
-
-
-def check_eval_mode(model: Any) -> None:
-    """Scores must not depend on dropout, so the model has to be in eval mode."""
-    if model.training:
-        raise ValueError("model: expected eval mode (call model.eval()), got training mode")
 
 
 def _cache_kwarg(model: Any) -> str:
@@ -118,28 +113,3 @@ def encode_text(model: Any, tokenizer: Any, text: str, field: str) -> PrefixCach
         raise ValueError(f"{field}: expected text with at least one token, got {text!r}")
     with torch.inference_mode():
         return extend_prefix(model, None, ids)
-
-
-def continuation_logprobs(model: Any, state: PrefixCache, option_ids: Sequence[Sequence[int]]) -> list[list[float]]:
-    """Log-probs of tokens 1..n-1 of each option (all with n >= 2) in ONE forward on ``state``."""
-    import torch
-
-    device = model.device
-    n, p = len(option_ids), len(state)
-    width = max(len(ids) - 1 for ids in option_ids)
-    # Right padding: pad positions come after every real token, so causality alone keeps them out
-    # of real tokens' attention; the mask says so explicitly. Pad id 0 is any valid id (its outputs
-    # are never read). Position ids default to p + column, right for every row.
-    feed = torch.zeros((n, width), dtype=torch.long, device=device)
-    mask = torch.zeros((n, p + width), dtype=torch.long, device=device)
-    mask[:, :p] = 1
-    for r, ids in enumerate(option_ids):
-        feed[r, : len(ids) - 1] = torch.tensor(ids[:-1], dtype=torch.long, device=device)
-        mask[r, p : p + len(ids) - 1] = 1
-    logits, _ = forward(model, feed, cache=_fork_cache(state.cache, n), attention_mask=mask)
-    out = []
-    for r, ids in enumerate(option_ids):
-        logprobs = logits[r, : len(ids) - 1].float().log_softmax(-1)  # (n_r - 1, vocab)
-        targets = torch.tensor(ids[1:], dtype=torch.long, device=device)
-        out.append(logprobs.gather(-1, targets[:, None])[:, 0].tolist())
-    return out

@@ -47,12 +47,13 @@ def score_adapter(model_dir: str, adapter_dir: Path, pairs: list[tuple[dict, dic
                   predicates: list[str] | None) -> dict[str, float]:
     """Micro op-F1 (overall and per kind) and the parse-failure rate of one adapter's programs."""
     from clerk.form import timeline_form
-    from clerk.memory import MEMORY_REGISTRY, Runtime
+    from clerk.memory import Runtime
+    from clerk.memory.clerk import ClerkMemory
     from clerk.metrics import micro_op_scores, op_scores
 
     runtime = Runtime(eval_config, model_dir=model_dir, adapter_dir=str(adapter_dir))
     runtime.predicates = predicates
-    writer = MEMORY_REGISTRY.get("clerk")(runtime)
+    writer = ClerkMemory(runtime)  # the trained policy, decoded as the clerk system decodes
     timelines, sessions = [tl for tl, _ in pairs], [s for _, s in pairs]
     proposals = writer.propose([s["ledger_before"] for s in sessions], timelines, sessions)
     scores = [op_scores(s["ledger_before"], prop.program, s["gold_ops"], s["index"], form=timeline_form(tl))

@@ -1,6 +1,6 @@
 """What table 2 shows, in words: the paragraph the paper prints under the LoCoMo tables (SPEC §7).
 
-Every number comes from the per-job ``metrics.json`` rows of :func:`clerk.locomo.table2.table2_rows`
+Every number comes from the per-job ``metrics.json`` rows of :func:`clerk.report.locomo.table2_rows`
 (so from the same files as table 2); the fixed sentences state what the instrument and the data
 are (the reader's abstention answer, the benchmark's known flaws) and appear only when the numbers
 they explain are there.
@@ -15,9 +15,6 @@ from typing import Any
 
 from clerk.locomo.locomo10 import NOT_MENTIONED
 from clerk.prompts import UNKNOWN_ANSWER
-
-#: The reference system the paragraph is about.
-CLERK = "clerk"
 
 
 def _range(values: list[float], fmt: str = ".3f") -> str:
@@ -39,7 +36,8 @@ def _mean(rows: list[dict[str, Any]], col: str) -> float:
 
 
 def locomo_findings(rows: list[dict[str, Any]]) -> str:
-    """The paragraph (Markdown) for table 2's per-(seed, system) ``rows``; "" without clerk rows.
+    """The paragraph (Markdown) for table 2's per-(seed, system) ``rows``; "" without rows of the
+    reference system (clerk: ``MEMORY_REGISTRY.reference()``).
 
     >>> row = dict(system="clerk", seed=1, invalid_op_rate=0.5, occupied_mean=6.0, read_tokens=70.0,
     ...            truncated_rate=0.0, adversarial=0.0, n_adversarial=2.0, budget=12)
@@ -48,15 +46,19 @@ def locomo_findings(rows: list[dict[str, Any]]) -> str:
     >>> print(locomo_findings([row, full])[:120])
     **Reading table 2.** CLERK's policy was trained on the synthetic closed world only. On LoCoMo the reducer rejected 0.500
     """
+    from clerk.memory import MEMORY_REGISTRY
+    from clerk.memory.full import FullMemory
+
+    reference, full = MEMORY_REGISTRY.reference(), FullMemory.name  # the sentences about these two
     by: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         by.setdefault(row["system"], []).append(row)
-    clerk = by.get(CLERK)
+    clerk = by.get(reference)
     if not clerk:
         return ""
     seeds = len({r["seed"] for r in clerk})
     others = [f"{name} {_range([r['invalid_op_rate'] for r in rs])}" for name, rs in by.items()
-              if name != CLERK and not math.isnan(_mean(rs, "invalid_op_rate"))]
+              if name != reference and not math.isnan(_mean(rs, "invalid_op_rate"))]
     budget = clerk[0].get("budget")
     parts = [f"**Reading table 2.** CLERK's policy was trained on the synthetic closed world only. On LoCoMo the "
              f"reducer rejected {_range([r['invalid_op_rate'] for r in clerk])} of the edits it wrote "
@@ -64,11 +66,11 @@ def locomo_findings(rows: list[dict[str, Any]]) -> str:
              + (f" against {', '.join(others)}" if others else "")
              + f", and its ledger held {_mean(clerk, 'occupied_mean'):.1f}" + (f" of {budget}" if budget else "")
              + " slots on average."]
-    if "full" in by:
-        mine, theirs = _mean(clerk, "read_tokens"), _mean(by["full"], "read_tokens")
+    if full in by:
+        mine, theirs = _mean(clerk, "read_tokens"), _mean(by[full], "read_tokens")
         parts.append(f"It reads {mine:.0f} tokens per question against full context's {theirs:.0f} "
                      f"(1/{theirs / mine:.0f}), whose view was cut to the reader's context "
-                     f"on {_mean(by['full'], 'truncated_rate'):.2f} of the questions.")
+                     f"on {_mean(by[full], 'truncated_rate'):.2f} of the questions.")
     n_adv = int(round(_mean(clerk, "n_adversarial")))
     adversarial = {name: _mean(rs, "adversarial") for name, rs in by.items()}
     if n_adv and all(v == 0 for v in adversarial.values()):

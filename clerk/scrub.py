@@ -5,12 +5,15 @@ A forget of (subject, predicate) erases every value the predicate has held: the 
 the caller names. In the transcript log and the derived memories each such value is replaced by
 :data:`REDACTED` wherever its *text* occurs, in any script and whatever the text around it:
 "東京" inside "私は東京に住んでいます" (no spaces), "Oslo" inside "#Oslo_life", "Lisbon" inside
-"Lisbonite". Matching ignores case and Unicode normalisation on both sides (each is compared in
-NFKC with case folded, so a value stored in NFC is found in a text written in NFD, "Zu\\u0308rich",
-or in full-width forms); the redaction replaces the original characters the match covers (whole
-characters with their combining marks), so no byte of the value is left in NFC or NFD. Text
-outside the matches keeps its bytes. A multi-word value ("New York") is matched as a whole, the
-longest value first. The turn that stated the value keeps its shape ("I moved to [forgotten].")
+"Lisbonite". Matching compares what a reader sees (:mod:`clerk.fold`, on both sides):
+invisible default-ignorable code points (zero-width joiners and spaces, soft hyphens, bidi marks,
+variation selectors, ...) are ignored, and case and Unicode normalisation too (NFKC with full
+case folding: a value stored in NFC is found in a text written in NFD, "Zu\\u0308rich", in
+full-width forms, "İZMİR" for "izmir", "Os\\u200dlo" for "Oslo" and the other way round). The
+redaction replaces the original characters the match covers (whole characters with their
+combining marks, and any invisible characters inside the match), so no byte of the value is left
+in any of those forms. Text outside the matches keeps its bytes. A multi-word value ("New York")
+is matched as a whole, the longest value first. The turn that stated the value keeps its shape ("I moved to [forgotten].")
 so the log stays readable and session indices stay stable.
 
 Matching by text, not by word, is what erasure needs: a value must not survive because the text
@@ -19,7 +22,7 @@ longer word ("cat" in "relocated"): erasure errs on the side of removing too muc
 study's *leak measure* counts whole words instead (``words=True``, see :class:`ValueMatcher`), so
 it does not charge a system for "pho" inside "phone".
 
-    python -m doctest clerk/store/scrub.py -v
+    python -m doctest clerk/scrub.py -v
 """
 
 from __future__ import annotations
@@ -28,46 +31,10 @@ import re
 import unicodedata
 from collections.abc import Iterable
 
+from clerk.fold import fold, folded
+
 #: What a forgotten value becomes in transcripts and derived memories.
 REDACTED = "[forgotten]"
-
-
-def fold(text: str) -> str:
-    """``text`` compared the way matching compares it: NFKC, case folded, NFKC again.
-
-    >>> fold("Zu\\u0308RICH") == fold("zürich"), fold("Ｏｓｌｏ"), fold("Straße")
-    (True, 'oslo', 'strasse')
-    """
-    return unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
-
-
-def _attaches(ch: str) -> bool:
-    """True when ``ch`` belongs to the character before it (a combining mark, a Hangul vowel or
-    final jamo, or a character whose NFKC form starts with a combining mark, e.g. U+FF9E)."""
-    if unicodedata.combining(ch) or "\u1160" <= ch <= "\u11ff" or "\u200c" <= ch <= "\u200d":
-        return True
-    norm = unicodedata.normalize("NFKC", ch)
-    return bool(norm) and norm != ch and unicodedata.combining(norm[0]) != 0
-
-
-def _folded(text: str) -> tuple[str, list[int], list[int]]:
-    """(folded text, start, end): ``start[k]`` / ``end[k]`` delimit the original characters that
-    the folded text's character ``k`` comes from (a base character with its combining marks)."""
-    if text.isascii():  # NFKC and case folding of ASCII is lower(); one character each
-        return text.lower(), list(range(len(text))), list(range(1, len(text) + 1))
-    clusters: list[tuple[int, int]] = []
-    for pos, ch in enumerate(text):
-        if clusters and _attaches(ch):
-            clusters[-1] = (clusters[-1][0], pos + 1)
-        else:
-            clusters.append((pos, pos + 1))
-    parts, start, end = [], [], []
-    for a, b in clusters:
-        piece = fold(text[a:b])
-        parts.append(piece)
-        start += [a] * len(piece)
-        end += [b] * len(piece)
-    return "".join(parts), start, end
 
 
 def _wordlike(ch: str) -> bool:
@@ -87,8 +54,8 @@ class ValueMatcher:
     """
 
     def __init__(self, values: Iterable[str], words: bool = False) -> None:
-        folded = {fold(v) for v in values if isinstance(v, str) and v.strip()}
-        self.values = sorted((v for v in folded if v.strip()), key=lambda v: (-len(v), v))
+        forms = {fold(v) for v in values if isinstance(v, str)}
+        self.values = sorted((v for v in forms if v.strip()), key=lambda v: (-len(v), v))
         self.words = words
         # A redaction marker already in the text is skipped as a whole: a value such as "got" must
         # not be found inside "[forgotten]" (the marker states no value).
@@ -101,13 +68,13 @@ class ValueMatcher:
 
     def spans(self, text: str) -> list[tuple[int, int]]:
         """``(start, end)`` of every match in ``text`` (original character offsets, left to right)."""
-        folded, start, end = _folded(text)
+        text_folded, start, end = folded(text)
         marker, out = fold(REDACTED), []
-        for match in self._regex.finditer(folded):
+        for match in self._regex.finditer(text_folded):
             a, b = match.span()
             if match.group() == marker or a == b:
                 continue
-            if self.words and not self._bounded(folded, a, b):
+            if self.words and not self._bounded(text_folded, a, b):
                 continue
             span = (start[a], end[b - 1])
             if out and span[0] < out[-1][1]:  # two matches inside one character cluster
@@ -117,9 +84,9 @@ class ValueMatcher:
         return out
 
     @staticmethod
-    def _bounded(folded: str, a: int, b: int) -> bool:
-        head = not (_wordlike(folded[a]) and a > 0 and _wordlike(folded[a - 1]))
-        tail = not (_wordlike(folded[b - 1]) and b < len(folded) and _wordlike(folded[b]))
+    def _bounded(text: str, a: int, b: int) -> bool:
+        head = not (_wordlike(text[a]) and a > 0 and _wordlike(text[a - 1]))
+        tail = not (_wordlike(text[b - 1]) and b < len(text) and _wordlike(text[b]))
         return head and tail
 
     def search(self, text: str) -> bool:

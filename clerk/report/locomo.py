@@ -1,8 +1,10 @@
 """Table 2: LoCoMo accuracy per system and category, aggregated over seeds (SPEC §6, §7).
 
-The per-seed ``metrics.json`` files of ``clerk locomo`` become one row per (seed, system), then
-n, mean, sd (ddof=1) and the 95 % t-interval over seeds per system
-(``clerk.report.stats.aggregate_frame``); a compact Markdown table shows mean ± half-width.
+The report stage reads the LoCoMo stage's files: the per-seed ``metrics.json`` files of ``clerk
+locomo`` become one row per (seed, system), then n, mean, sd (ddof=1) and the 95 % t-interval over
+seeds per system (``clerk.report.stats.aggregate_frame``); a compact Markdown table shows mean ±
+half-width. The paired comparisons are :mod:`clerk.report.locomo_paired`, the paragraph under the
+tables :mod:`clerk.report.locomo_findings`.
 
     clerk table-locomo --metrics results/locomo/*/metrics.json --out results/table2.csv --markdown results/table2.md
 """
@@ -123,7 +125,7 @@ def main_table(args: argparse.Namespace) -> None:
 
     if (getattr(args, "predictions", None) is None) != (getattr(args, "paired_out", None) is None):
         raise UserError("--predictions and --paired-out go together (the paired comparisons and their CSV)")
-    from clerk.locomo.findings import locomo_findings
+    from clerk.report.locomo_findings import locomo_findings
     from clerk.report.paired import machine_margin
 
     rows = table2_rows(args.metrics)
@@ -133,7 +135,7 @@ def main_table(args: argparse.Namespace) -> None:
     if getattr(args, "predictions", None):
         import pandas as pd
 
-        from clerk.locomo.paired import PAIRED_TABLE, locomo_paired_markdown, locomo_paired_rows
+        from clerk.report.locomo_paired import PAIRED_TABLE, locomo_paired_markdown, locomo_paired_rows
 
         margin = machine_margin(getattr(args, "tolerances", None), PAIRED_TABLE)
         pairs = locomo_paired_rows(args.predictions, margin=margin)
@@ -149,7 +151,7 @@ def main_table(args: argparse.Namespace) -> None:
 
 
 def register_cli(sub: argparse._SubParsersAction) -> None:
-    """Add ``clerk table-locomo``."""
+    """Add the ``table-locomo`` verb."""
     t = sub.add_parser(
         "table-locomo",
         help="table 2: LoCoMo accuracy per system and category, aggregated over seeds",
@@ -165,7 +167,7 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--predictions", nargs="+", default=None, metavar="FILE",
                    help="the jobs' predictions.jsonl (each beside its metrics.json): adds clerk minus each other "
                    "system on the same non-adversarial questions, paired bootstrap over (seed, conversation) "
-                   "(clerk.locomo.paired); default: none")
+                   "(clerk.report.locomo_paired); default: none")
     t.add_argument("--paired-out", dest="paired_out", default=None, metavar="CSV",
                    help="CSV of the paired comparisons (needs --predictions); the Markdown table gets them too")
     t.add_argument("--tolerances", default=None, metavar="YAML",
