@@ -152,7 +152,9 @@ def code(verb):
     (clerk.provenance.code_inputs).
     """
     if verb not in VERBS:
-        raise WorkflowError(f"code({verb!r}): not a clerk verb; known: {', '.join(VERBS)}")
+        raise WorkflowError(
+            f"code({verb!r}): not a clerk verb; known: {', '.join(VERBS)}"
+        )
     return module_code(VERBS[verb][0])
 
 
