@@ -101,7 +101,8 @@ def _train(args) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         cfg = TrainConfig(sft=args.train_sft, model=args.model, out=tmp, seed=137, lr=args.train_lr,
                           max_steps=args.train_steps, batch_size=1, grad_accum=2, max_length=1024,
-                          logging_steps=1, save_steps=0, eval=False, bf16=args.train_bf16, threads=args.threads,
+                          logging_steps=1, save_steps=0, validation_loss=False, lora_dropout=0.05, snapshot_steps=0,
+                          bf16=args.train_bf16, threads=args.threads,
                           modules_to_save=tuple(m for m in args.modules_to_save.split(",") if m))
         start, cpu = time.perf_counter(), time.process_time()
         run_training(cfg)

@@ -1,4 +1,6 @@
-"""Validation of the workflow configuration against ``workflow/schemas/config.schema.yaml``.
+"""Validation of the workflow configuration against its schema: the layout and shared
+definitions of ``workflow/schemas/config.schema.yaml``, and each section's properties derived from
+the dataclass that declares its settings (:data:`SECTIONS`, :mod:`clerk.settings`).
 
 Snakemake's own ``validate`` reports only the failing value; a user editing a YAML file needs the
 *field*. This module names the field's dotted path, the expected value (the schema's description
@@ -6,7 +8,7 @@ when it has one) and the value received, for every error at once, before any job
 
 Every name the code keeps a registry or fixed set for (memory systems, LoCoMo systems, eviction
 policies, model kinds, dtypes, readers, precision modes) is checked against the code's own set:
-:func:`registry_enums` replaces the schema's enums before validating, so the two cannot drift.
+:func:`~clerk.memory.choices.registry_enums` replaces the schema's enums before validating, so the two cannot drift.
 Cross-field facts a schema cannot state (the default capacity is one of the swept capacities,
 ...) are checked after it (:func:`_cross_checks`), and so are the facts about the machine a dry run
 can see: a relative path stays inside the repository, a configured file exists, the pinned GGUF is
@@ -39,40 +41,39 @@ class ConfigError(ValueError):
     """The configuration does not match the schema; the message lists every problem."""
 
 
-def registry_enums() -> dict[str, list[str]]:
-    """The allowed names of each registry-backed ``$defs`` entry of the schema, from the code.
+#: The sections of the config, in its order: key -> the dataclass that declares its settings
+#: (:mod:`clerk.settings`), as ``module:class`` so that importing this module stays light.
+SECTIONS = {
+    "data": "clerk.generator.config:DataSection",
+    "sft": "clerk.sft.config:SFTSection",
+    "reader": "clerk.train.config:ReaderSection",
+    "model": "clerk.models.spec:ModelSection",
+    "train": "clerk.train.config:TrainSection",
+    "evaluate": "clerk.eval_sections:EvaluateSection",
+    "streams": "clerk.streams.config:StreamsSection",
+    "erasure": "clerk.eval_sections:ErasureSection",
+    "locomo": "clerk.locomo.config:LocomoSection",
+}
 
-    >>> sorted(registry_enums())
-    ['bf16_mode', 'dtype', 'eviction_policy', 'locomo_system', 'memory_system', 'model_kind', 'precision', 'reader_model', 'view_kind']
-    >>> "summary-rag" in registry_enums()["memory_system"], "summary-rag" in registry_enums()["locomo_system"]
-    (False, True)
-    """
-    # Light imports only (no torch): this runs inside every `snakemake -n`.
-    from clerk.memory import MEMORY_REGISTRY
-    from clerk.memory.base import DTYPES, READER_MODELS
-    from clerk.memory.registry import LOCOMO, SYNTHETIC
-    from clerk.models.device import PRECISIONS
-    from clerk.models.spec import KINDS
-    from clerk.streams.engines import POLICIES
-    from clerk.train.config import BF16_MODES
 
-    synthetic = set(MEMORY_REGISTRY.in_order(SYNTHETIC))
-    return {
-        "memory_system": [name for name in MEMORY_REGISTRY.names() if name in synthetic],
-        "locomo_system": MEMORY_REGISTRY.in_order(LOCOMO),
-        "eviction_policy": sorted(POLICIES),
-        "model_kind": list(KINDS),
-        "dtype": list(DTYPES),
-        "reader_model": list(READER_MODELS),
-        "bf16_mode": list(BF16_MODES),
-        "precision": list(PRECISIONS),
-        "view_kind": MEMORY_REGISTRY.view_kinds(),
-    }
+def section_class(name: str) -> type:
+    """The dataclass of config section ``name`` (:data:`SECTIONS`)."""
+    import importlib
+
+    module, _, cls = SECTIONS[name].partition(":")
+    return getattr(importlib.import_module(module), cls)
 
 
 def load_schema(schema_file: str | Path = SCHEMA) -> dict[str, Any]:
-    """The schema with every registry-backed enum replaced by the code's set (:func:`registry_enums`)."""
+    """The schema: the file's top-level layout and ``$defs``, every section's properties derived
+    from its dataclass (:func:`clerk.settings.section_schema`), and every registry-backed enum
+    replaced by the code's set (:func:`~clerk.memory.choices.registry_enums`)."""
+    from clerk.memory.choices import registry_enums  # light: no torch (every `snakemake -n` runs it)
+    from clerk.settings import section_schema
+
     schema = yaml.safe_load(Path(schema_file).read_text())
+    for name in SECTIONS:
+        schema.setdefault("properties", {})[name] = section_schema(section_class(name))
     for name, names in registry_enums().items():
         schema.setdefault("$defs", {}).setdefault(name, {})["enum"] = names
     return schema

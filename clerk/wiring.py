@@ -1,5 +1,5 @@
 """The workflow's wiring in one importable place: constants the rules and the tests share, and the
-``--config`` object of each verb built from its config section.
+``--config`` object of each verb: a declared projection of the config's sections (:data:`STAGES`).
 
 The Snakefile's rule files (workflow/rules/*.smk) import this module; so do the tests, which never
 parse ``.smk`` source. Rules pass a stage's config to its verb as one JSON object
@@ -14,6 +14,8 @@ the shell quoted. The verb turns the object into its typed config (``clerk --hel
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 # ---- constants -------------------------------------------------------------------------------
@@ -201,67 +203,85 @@ def reader_seed(config: dict) -> str | None:
     return str(config["reader"]["seed"]) if separate_reader(config) else None
 
 
-def _phrasings(config: dict) -> dict[str, str]:
-    phrasings = config["data"].get("phrasings")
-    return {"phrasings": phrasings} if phrasings else {}
+@dataclass(frozen=True)
+class Stage:
+    """How a rule's ``--config`` object is made: the settings of ``sections`` (dotted config paths,
+    formatted with the job's wildcards) that its ``verb`` takes (each setting names its verbs,
+    :mod:`clerk.settings`), a later section's value winning; then ``job`` (the
+    config, the wildcards -> values) sets what depends on the job rather than on one setting."""
+
+    verb: str
+    sections: tuple[str, ...] = ()
+    job: Callable[[dict, dict], dict] | None = None
 
 
-def _generate(config: dict, size: dict, split: str, forgets: int = 0) -> dict[str, Any]:
-    data = config["data"]
-    out = {"split": split, "personas": size["personas"], "sessions": size["sessions"],
-           "questions": list(size.get("questions", [1, 3])), "budget": data["budget"],
-           "init_facts": data["init_facts"], **_phrasings(config)}
-    if forgets:
-        out["forgets"] = forgets
-    if size.get("evict_personas", 0):  # only when on: with none the object (and the data) stay as before
-        out["evict_personas"] = size["evict_personas"]
-        if "evict_adds" in size:
-            out["evict_adds"] = list(size["evict_adds"])
-    if size.get("compose", 0):  # likewise: compositional wording only when on
-        out["compose"] = size["compose"]
-    return out
+def _first_seed_snapshots(config: dict, wildcards: dict) -> dict:
+    """Snapshots (the learning curve) on the first seed's policy only."""
+    first = str(wildcards["seed"]) == str(config["seeds"][0])
+    return {"snapshot_steps": config["train"]["snapshot_steps"] if first else 0}
 
 
-def _train(spec: dict, max_steps: int, snapshot_steps: int) -> dict[str, Any]:
-    keys = ("lr", "epochs", "batch_size", "grad_accum", "max_length", "lora_r", "lora_alpha",
-            "lora_dropout", "precision", "bf16", "save_steps")
-    out = {**{key: spec[key] for key in keys}, "max_steps": max_steps, "snapshot_steps": snapshot_steps,
-           "lora_targets": list(spec["lora_targets"]), "modules_to_save": list(spec.get("modules_to_save") or []),
-           "eval": spec["validation_loss"]}
-    if spec.get("lora_layers", 0):  # only when on: with every layer the object stays as before
-        out["lora_layers"] = spec["lora_layers"]
-    return out
+def _locomo(seeded: bool) -> Callable[[dict, dict], dict]:
+    """The LoCoMo job's systems (:func:`locomo_systems`); a configured path wins over a download."""
+    def job(config: dict, wildcards: dict) -> dict:
+        spec = config["locomo"]
+        return {"systems": locomo_systems(config)[0 if seeded else 1],
+                "download": bool(spec["download"] and not spec["path"])}
+    return job
 
 
-def _sft(config: dict, role: str) -> dict[str, Any]:
-    spec = config["sft"]
-    if role == "reader":
-        ratio, tasks = config["reader"]["answer_ratio"], "answer"
-    else:
-        ratio, tasks = spec["answer_ratio"], "consolidate" if separate_reader(config) else "both"
-    return {"answer_ratio": ratio, "val_fraction": spec["val_fraction"], "answer_views": dict(spec["answer_views"]),
-            "evict_weight": spec["evict_weight"], "tasks": tasks,
-            "window_k": config["evaluate"]["window_k"], "rag_k": config["evaluate"]["rag_k"]}
+def _model(config: dict, wildcards: dict) -> dict:
+    """The chosen kind's keys only (a profile that switches kind must not pass the other's)."""
+    from clerk.models.spec import KIND_FIELDS
+
+    kind = config["model"]["kind"]
+    return {"kind": kind, **{key: config["model"][key] for key in KIND_FIELDS[kind]}}
 
 
-#: The keys of each model kind (a profile that switches kind must not leak the other kind's keys).
-MODEL_KIND_KEYS = {
-    "pypi-gguf": ("package", "file", "sha256"),
-    "hf": ("repo_id", "revision"),
-    "local": ("path",),
-    "scratch": ("vocab_size", "hidden", "layers", "heads", "intermediate"),
+#: Every rule that runs a verb with a ``--config`` object: the verb, the sections it reads (keys
+#: of clerk.config.SECTIONS; ``data.{split}``: the job's split) and what depends on the job.
+STAGES: dict[str, Stage] = {
+    # the long-horizon probe uses the test names and phrasings
+    "generate": Stage("generate", ("data", "data.{split}"),
+                      lambda c, w: {"split": "test" if w["split"] == "long" else w["split"]}),
+    "generate_forget": Stage("generate", ("data", "erasure"), lambda c, w: {"split": "test"}),
+    "generate_open": Stage("generate", ("data.open",), lambda c, w: {"world": "open", "split": "train"}),
+    "build_sft": Stage("build-sft", ("evaluate", "sft"),
+                       lambda c, w: {"tasks": "consolidate" if separate_reader(c) else "both"}),
+    "build_sft_reader": Stage("build-sft", ("evaluate", "sft", "reader"), lambda c, w: {"tasks": "answer"}),
+    "base_model": Stage("materialize-model", (), _model),
+    "train": Stage("train", ("train",), _first_seed_snapshots),
+    # the `train` recipe with the reader block's steps and precision, no snapshots
+    "train_reader": Stage("train", ("train", "reader"), lambda c, w: {"snapshot_steps": 0}),
+    "learning_curve": Stage("learning-curve", ("data", "train", "evaluate")),
+    "evaluate": Stage("evaluate", ("data", "evaluate")),
+    "erasure": Stage("erasure", ("data", "evaluate", "erasure")),
+    "read_cost": Stage("read-cost", ("evaluate",)),
+    "streams": Stage("streams", ("streams",)),
+    "eviction_study": Stage("eviction-study", ("streams",)),
+    "locomo": Stage("locomo", ("evaluate", "locomo"), _locomo(seeded=True)),
+    "locomo_shared": Stage("locomo", ("evaluate", "locomo"), _locomo(seeded=False)),
+    # report verbs: what they print is chosen by the run's settings
+    "table_eviction": Stage("table-eviction", (), lambda c, w: {
+        "default_capacity": c["streams"]["default_capacity"], "default_noise": c["streams"]["noise"]}),
+    "figure": Stage("figure", (), lambda c, w: {
+        "accuracy_by_type": {"split": "test"}, "eviction": {"noise": c["streams"]["noise"]}}.get(w["figure"], {})),
+    "locomo_status": Stage("locomo-status", (), lambda c, w: {
+        "path": c["locomo"]["path"] or "", "download": bool(c["locomo"]["download"])}),
+    "paper": Stage("render-paper", (), lambda c, w: {"no_digits_in": list(NO_DIGITS_IN)}),
 }
 
 
-def _replay(config: dict) -> dict[str, Any]:
-    """The reader and writer knobs ``clerk evaluate`` and ``clerk erasure`` share."""
-    spec = config["evaluate"]
-    keys = ("window_k", "rag_k", "max_new_tokens", "batch_size", "reader_model", "reader_pmi", "constrained", "dtype")
-    return {**{key: spec[key] for key in keys}, **_phrasings(config)}
+def _section(config: dict, keys: list[str]) -> dict:
+    node: Any = config
+    for key in keys:
+        node = node[key]
+    return node
 
 
 def stage_config(config: dict, stage: str, **wildcards: str) -> dict[str, Any]:
-    """The ``--config`` object of the verb a rule runs, from the (validated) workflow config.
+    """The ``--config`` object of the verb a rule runs, from the (validated) workflow config:
+    its :class:`Stage`'s projection of sections.
 
     Args:
         config: the workflow config (config/config.yaml merged with the profiles).
@@ -271,66 +291,23 @@ def stage_config(config: dict, stage: str, **wildcards: str) -> dict[str, Any]:
     Raises:
         KeyError: an unknown stage.
     """
-    data, evaluate = config["data"], config["evaluate"]
-    if stage == "generate":
-        split = wildcards["split"]  # the long-horizon probe uses the test names and phrasings
-        return _generate(config, data[split], "test" if split == "long" else split)
-    if stage == "generate_open":  # the same keys as the closed splits' where they mean the same
-        spec = data["open"]
-        return {"world": "open", "split": "train", "personas": spec["personas"], "sessions": spec["sessions"],
-                "budget": spec["budget"]}
-    if stage == "generate_forget":
-        spec = config["erasure"]
-        return _generate(config, spec, "test", spec["forgets"])
-    if stage in ("build_sft", "build_sft_reader"):
-        return _sft(config, "reader" if stage == "build_sft_reader" else "policy")
-    if stage == "base_model":
-        spec = config["model"]
-        return {"kind": spec["kind"], **{key: spec[key] for key in MODEL_KIND_KEYS[spec["kind"]]}}
-    if stage == "train":
-        # Snapshots (the learning curve) on the first seed only.
-        first = str(config["seeds"][0])
-        snapshots = config["train"].get("snapshot_steps", 0) if str(wildcards["seed"]) == first else 0
-        return _train(config["train"], config["train"]["max_steps"], snapshots)
-    if stage == "train_reader":  # the `train` recipe with the reader block's steps and precision, no snapshots
-        reader = config["reader"]
-        return _train(config["train"] | {"precision": reader.get("precision", config["train"]["precision"])},
-                      reader["max_steps"], 0)
-    if stage == "learning_curve":
-        return {"sessions": config["train"]["curve_sessions"], "max_new_tokens": evaluate["max_new_tokens"],
-                "batch_size": evaluate["batch_size"], "dtype": evaluate["dtype"], **_phrasings(config)}
-    if stage == "evaluate":
-        return {"systems": list(evaluate["systems"]), "write_only": list(evaluate.get("write_only", [])),
-                "teacher_forced": list(evaluate.get("teacher_forced", [])), **_replay(config)}
-    if stage == "erasure":
-        spec = config["erasure"]
-        return {"systems": list(spec["systems"]), "ignore_forget": list(spec["ignore_forget"]), **_replay(config)}
-    if stage == "read_cost":
-        return {"window_k": evaluate["window_k"], "rag_k": evaluate["rag_k"]}
-    if stage == "streams":
-        return {key: config["streams"][key] for key in ("length", "foundational", "recalls", "noise")}
-    if stage == "eviction_study":
-        spec = config["streams"]
-        return {"capacities": list(spec["capacities"]), "noise_grid": list(spec["noise_grid"]),
-                "policies": list(spec["policies"]), "default_capacity": spec["default_capacity"]}
-    if stage == "table_eviction":
-        return {"default_capacity": config["streams"]["default_capacity"], "default_noise": config["streams"]["noise"]}
-    if stage == "figure":
-        figure = wildcards["figure"]
-        return {"accuracy_by_type": {"split": "test"}, "eviction": {"noise": config["streams"]["noise"]}}.get(figure, {})
-    if stage in ("locomo", "locomo_shared"):  # per seed / once per run (locomo_systems)
-        spec = config["locomo"]
-        seeded, shared = locomo_systems(config)
-        return {"systems": seeded if stage == "locomo" else shared, "max_questions": spec["max_questions"],
-                "subset_seed": spec["subset_seed"], "budget": spec["budget"], "ledger": spec["ledger"],
-                "max_new_tokens": spec["max_new_tokens"],
-                "download": bool(spec["download"] and not spec["path"]),
-                **{key: evaluate[key] for key in ("batch_size", "reader_model", "reader_pmi", "dtype")}}
-    if stage == "locomo_status":
-        return {"path": config["locomo"]["path"] or "", "download": bool(config["locomo"]["download"])}
-    if stage == "paper":
-        return {"no_digits_in": list(NO_DIGITS_IN)}
-    raise KeyError(f"no --config object for stage {stage!r}")
+    from clerk.config import section_class
+    from clerk.settings import as_config, nested_section, settings
+
+    if stage not in STAGES:
+        raise KeyError(f"no --config object for stage {stage!r}")
+    spec = STAGES[stage]
+    out: dict[str, Any] = {}
+    for path in spec.sections:
+        section, *nested = path.format(**wildcards).split(".")
+        cls = nested_section(section_class(section), nested)
+        values = _section(config, [section, *nested])
+        for field, _ in settings(cls):
+            if spec.verb in field.metadata["verbs"] and field.name in values:
+                out[field.name] = as_config(values[field.name])
+    if spec.job is not None:
+        out.update(spec.job(config, wildcards))
+    return out
 
 
 def stage_json(config: dict, stage: str, **wildcards: str) -> str:

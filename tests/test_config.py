@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from clerk.config import SYNTHETIC_SESSION_FIELDS, ConfigError, load_and_validate, registry_enums, validate_config
+from clerk.config import SYNTHETIC_SESSION_FIELDS, ConfigError, load_and_validate, validate_config
+from clerk.memory.choices import registry_enums
 
 ROOT = Path(__file__).resolve().parent.parent
 PROFILES = ["config/config.yaml", "config/smoke.yaml", "config/paper.yaml", "config/open.yaml"]
@@ -139,40 +140,47 @@ class TestValidateConfig:
         assert validate_config(config)["data"]["phrasings"] is None
 
     def test_reader_policy_and_curve_defaults(self):
-        """Without them, writers are constrained, no snapshots are taken and a curve point scores 40 sessions."""
+        """Without them, writers are constrained, the first seed's policy snapshots every 400 steps and a
+        curve point scores 40 sessions: the sections' defaults, which are the default profile's."""
         config = _default()
         del config["evaluate"]["constrained"], config["train"]["snapshot_steps"], config["train"]["curve_sessions"]
         config = validate_config(config)
         assert (config["evaluate"]["constrained"], config["train"]["snapshot_steps"], config["train"]["curve_sessions"]) == (
-            True, 0, 40)
+            True, 400, 40)
 
     def test_slice_and_teacher_forcing_defaults(self):
-        """Without the keys, no split has an eviction slice and no system is scored teacher-forced."""
+        """Without the key, a split has no eviction slice (clerk generate's own default, 0); which
+        writers are scored teacher-forced has no default: the profile states it."""
         config = _default()
-        del config["data"]["test"]["evict_personas"], config["evaluate"]["teacher_forced"]
+        del config["data"]["test"]["evict_personas"]
         config = validate_config(config)
         from clerk.wiring import stage_config
 
-        assert not {"evict_personas", "evict_adds"} & set(stage_config(config, "generate", split="test"))
-        assert stage_config(config, "evaluate")["teacher_forced"] == []
+        assert stage_config(config, "generate", split="test")["evict_personas"] == 0
+        config = _default()
+        del config["evaluate"]["teacher_forced"]
+        with pytest.raises(ConfigError, match="'teacher_forced' is a required property"):
+            validate_config(config)
 
     def test_compose_layers_and_reader_precision_wiring(self):
-        """compose and lora_layers reach the rule objects only when on (else they stay as before);
-        the reader trains at reader.precision, or at train.precision without it."""
+        """compose and lora_layers reach the rule objects (off: their defaults, 0); the reader
+        trains at reader.precision (fp32 without it), whatever train.precision."""
         from clerk.wiring import stage_config
 
         config = validate_config(_default())
-        assert "compose" not in stage_config(config, "generate", split="train")
-        assert "lora_layers" not in stage_config(config, "train", seed="137")
+        assert stage_config(config, "generate", split="train")["compose"] == 0.0
+        assert stage_config(config, "train", seed="137")["lora_layers"] == 0
         config["data"]["train"]["compose"], config["train"]["lora_layers"] = 0.3, 15
         config["train"]["precision"], config["reader"]["precision"] = "auto", "fp32"
         assert stage_config(config, "generate", split="train")["compose"] == 0.3
         assert stage_config(config, "train", seed="137")["lora_layers"] == 15
         assert stage_config(config, "train_reader", seed="31")["precision"] == "fp32"
-        del config["reader"]["precision"]
-        assert stage_config(config, "train_reader", seed="31")["precision"] == "auto"
+        config = _default()
+        del config["reader"]["precision"]  # the section's default, the default profile's
+        assert stage_config(validate_config(config), "train_reader", seed="31")["precision"] == "fp32"
 
-    @pytest.mark.parametrize("field", ["sft.answer_views", "sft.evict_weight", "evaluate.reader_model"])
+    @pytest.mark.parametrize("field", ["sft.answer_views", "sft.evict_weight", "evaluate.reader_model",
+                                       "evaluate.teacher_forced"])
     def test_required(self, field):
         """The SFT view mixture, EVICT oversampling and the one reader must be stated."""
         config = _default()

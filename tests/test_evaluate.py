@@ -218,7 +218,8 @@ class TestRunArgs:
         assert "ErasureConfig" in str(inspect.signature(erasure.run_erasure).parameters["cfg"].annotation)
 
     def test_erasure_shares_the_flags(self):
-        """clerk erasure takes exactly evaluate's run flags, plus its own --ignore-forget."""
+        """clerk erasure takes evaluate's run flags, but the write-only and teacher-forced scoring
+        only clerk evaluate does, plus its own --ignore-forget."""
         import argparse
 
         from clerk.evaluate import cli as eval_cli
@@ -230,7 +231,8 @@ class TestRunArgs:
             return {a.dest for a in sub.choices[verb]._actions} - {"help"}
 
         evaluate_flags, erasure_flags = options("evaluate"), options("erasure")
-        assert erasure_flags - evaluate_flags == {"ignore_forget"} and evaluate_flags <= erasure_flags
+        assert erasure_flags - evaluate_flags == {"ignore_forget"}
+        assert evaluate_flags - erasure_flags == {"write_only", "teacher_forced"}
         assert {"reader_model", "reader_adapter", "reader_pmi", "constrained", "phrasings"} <= evaluate_flags
 
 

@@ -549,11 +549,12 @@ class TestCli:
         assert capsys.readouterr().err == "clerk locomo: error: budget must be an int >= 1, got 0\n"
 
     def test_unknown_system_rejected(self, tmp_path, capsys):
-        """An unknown system name is refused by the parser with exit 2."""
+        """An unknown system name is refused with exit 2 and one line naming it and the allowed names."""
         with pytest.raises(SystemExit) as exc:
             clerk_main(["locomo", "--model", "m", "--out", str(tmp_path / "o"), "--systems", "rag"])
         assert exc.value.code == 2
-        assert "invalid choice: 'rag'" in capsys.readouterr().err
+        assert "locomo.systems: expected names from ['clerk', 'prompted-ledger', 'full', 'summary-rag'], got ['rag']" \
+            in capsys.readouterr().err
 
     def test_inspect_text(self, capsys):
         """``clerk locomo-inspect`` prints totals and per-category counts under corrected names."""
@@ -775,7 +776,7 @@ class TestPrefixReuse:
         from clerk.models.loading import chat_prompt
         from clerk.scoring import mc as scoring
 
-        runtime = Runtime(LocomoEvalConfig(reader_model="base"), model_dir=str(workdir / "model"))
+        runtime = Runtime(LocomoEvalConfig(reader_model="base", reader_pmi=0.0), model_dir=str(workdir / "model"))
         conversations = load_locomo(PERCENA)
         rows, _ = evaluate_locomo(conversations, ["full"], runtime, progress=False)
         model, tok = runtime.model("base")

@@ -36,9 +36,9 @@ class TestDeclarations:
             "clerk", "clerk-unconstrained", "prompted-ledger"}
 
     def test_the_consumers_read_the_registry(self):
-        from clerk.config import registry_enums
         from clerk.evaluate.read_cost import READ_COST_VIEWS
         from clerk.locomo.data import LOCOMO_SYSTEMS
+        from clerk.memory.choices import registry_enums
         from clerk.report.figures import VIEW_LABELS
         from clerk.report.paired import REFERENCE
         from clerk.report.systems import SYSTEM_ORDER

@@ -37,10 +37,11 @@ from clerk.train.data import supervised_lm_loss
 from clerk.train.trainer import LOG_COLUMNS, complete_checkpoints, run_training, truncate_log
 
 TINY = dict(vocab_size=1000, hidden=64, layers=2, heads=4, intermediate=128, seed=0)
-#: The run every test compares against: 30 steps, a checkpoint every 10, fp32, one thread.
+#: The run every test compares against: 30 steps, a checkpoint every 10, fp32, one thread, LoRA
+#: dropout 0.05 and the validation loss at the end.
 RUN = dict(seed=3, max_steps=30, batch_size=2, max_length=512, lr=3e-3, lora_r=4, lora_alpha=8,
            lora_targets=("q_proj", "v_proj"), save_steps=10, logging_steps=1, bf16="off", device="cpu", threads=1,
-           precision="fp32")
+           precision="fp32", lora_dropout=0.05, validation_loss=True, snapshot_steps=0)
 
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
@@ -146,7 +147,7 @@ class TestRunTraining:
     def test_deterministic(self, workdir, reference):
         """The same seed gives a byte-identical adapter; another seed does not."""
         again = run_training(config(workdir, "again"))
-        other = run_training(config(workdir, "other", seed=4, eval=False))
+        other = run_training(config(workdir, "other", seed=4, validation_loss=False))
         ref_bytes = (reference.out / "adapter_model.safetensors").read_bytes()
         assert (again.out / "adapter_model.safetensors").read_bytes() == ref_bytes
         assert (other.out / "adapter_model.safetensors").read_bytes() != ref_bytes
@@ -158,7 +159,8 @@ class TestRunTraining:
                 "--out", str(out), "--seed", "3", "--max-steps", "30", "--batch-size", "2", "--max-length", "512",
                 "--lr", "0.003", "--lora-r", "4", "--lora-alpha", "8", "--lora-targets", "q_proj,v_proj",
                 "--save-steps", "10", "--logging-steps", "1", "--bf16", "off", "--precision", "fp32",
-                "--device", "cpu", "--threads", "1"]
+                "--device", "cpu", "--threads", "1", "--lora-dropout", "0.05", "--validation-loss",
+                "--snapshot-steps", "0"]
         cmd = [sys.executable, "-m", "clerk.cli", *args]
         # CLERK_NUMERICS=native: the killed run computes with the kernel dispatch of this process
         # (torch was imported here before any pin could apply), where the rerun and the reference
@@ -199,7 +201,7 @@ class TestRunTraining:
     def test_modules_to_save_and_merge(self, workdir):
         """Full-trained modules are saved with the adapter, and load_model merges them into the base."""
         result = run_training(config(workdir, "mts", max_steps=3, modules_to_save=("embed_tokens", "lm_head"),
-                                     bf16="on", eval=False))
+                                     bf16="on", validation_loss=False))
         from safetensors import safe_open
 
         with safe_open(str(result.out / "adapter_model.safetensors"), "pt") as handle:
@@ -214,7 +216,7 @@ class TestRunTraining:
 
     def test_fused_loss_head(self, workdir):
         """TRL's own fused LM-head loss (the CUDA default) also trains and is recorded."""
-        result = run_training(config(workdir, "fused", max_steps=2, loss_head="fused", eval=False))
+        result = run_training(config(workdir, "fused", max_steps=2, loss_head="fused", validation_loss=False))
         assert json.loads((result.out / "train_config.json").read_text())["loss_head"] == "fused"
         assert math.isfinite(result.metrics["train_loss"])
 
@@ -284,7 +286,7 @@ class TestBench:
 @pytest.fixture(scope="module")
 def snapped(workdir):
     """A 5-step run with an adapter snapshot every 2 steps."""
-    return run_training(config(workdir, "snap", max_steps=5, snapshot_steps=2, save_steps=2, eval=False))
+    return run_training(config(workdir, "snap", max_steps=5, snapshot_steps=2, save_steps=2, validation_loss=False))
 
 
 class TestSnapshots:
@@ -319,7 +321,7 @@ class TestSnapshots:
         out = tmp_path / "curve.csv"
         clerk_main(["learning-curve", "--timelines", str(workdir["timelines"]), "--sft", str(workdir["sft"]),
                     "--model", str(workdir["model"]), "--adapter", str(snapped.out), "--out", str(out),
-                    "--sessions", "3", "--max-new-tokens", "16", "--batch-size", "3", "--threads", "1"])
+                    "--curve-sessions", "3", "--max-new-tokens", "16", "--batch-size", "3", "--threads", "1"])
         with out.open() as handle:
             rows = list(csv.DictReader(handle))
         assert list(rows[0]) == list(CURVE_COLUMNS)
@@ -351,7 +353,7 @@ class TestSnapshots:
         shutil.copytree(adapter, adapter / "snapshots" / "step-00005", ignore=shutil.ignore_patterns("snapshots"))
         (adapter / "snapshots" / "step-00005" / "snapshot.json").write_text(json.dumps({"step": 5, "examples_seen": 10}))
         cfg = curve.CurveConfig(timelines=str(workdir["timelines"]), sft=str(workdir["sft"]), model="m",
-                                adapter=str(adapter), sessions=2, max_new_tokens=8, batch_size=2, dtype="float32",
+                                adapter=str(adapter), curve_sessions=2, max_new_tokens=8, batch_size=2, dtype="float32",
                                 phrasings=None, threads=1)
         rows = curve.learning_curve(cfg)
         assert [(r["point"], r["step"]) for r in rows] == [("snapshot", 2), ("snapshot", 4), ("final", 5), ("free", 5)]
@@ -428,7 +430,7 @@ class TestPrecision:
         adapters (the only trainable parameters, as saved) fp32; the record names the mode."""
         from safetensors import safe_open
 
-        result = run_training(config(workdir, f"prec-{precision}", max_steps=3, save_steps=0, eval=False,
+        result = run_training(config(workdir, f"prec-{precision}", max_steps=3, save_steps=0, validation_loss=False,
                                      precision=precision))
         frozen = {p.dtype for p in result.model.parameters() if not p.requires_grad}
         trainable = {p.dtype for p in result.model.parameters() if p.requires_grad}
@@ -450,7 +452,7 @@ class TestTopLayers:
         and layer 0's output needs no gradient (so backward never runs through it)."""
         from safetensors import safe_open
 
-        result = run_training(config(workdir, "top1", max_steps=3, save_steps=0, eval=False, lora_layers=1))
+        result = run_training(config(workdir, "top1", max_steps=3, save_steps=0, validation_loss=False, lora_layers=1))
         with safe_open(str(result.out / "adapter_model.safetensors"), "pt") as handle:
             keys = list(handle.keys())
         assert keys and all(".layers.1." in k for k in keys)
@@ -470,7 +472,7 @@ class TestTopLayers:
     def test_more_layers_than_the_model_is_user_error(self, workdir):
         with pytest.raises(UserError, match=r"^--lora-layers \(config train.lora_layers\): 3 exceeds the model's 2 "
                                             r"decoder layers$"):
-            run_training(config(workdir, "top3", max_steps=1, save_steps=0, eval=False, lora_layers=3))
+            run_training(config(workdir, "top3", max_steps=1, save_steps=0, validation_loss=False, lora_layers=3))
 
     def test_negative_is_user_error(self):
         with pytest.raises(UserError, match=r"^--lora-layers must be >= 0 \(0 = every layer\), got -1$"):

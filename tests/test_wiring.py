@@ -16,6 +16,7 @@ from clerk import wiring
 from clerk.cli import apply_config_json, given_flags, main, make_parser, verb_parser
 from clerk.config import load_and_validate
 from clerk.errors import UserError
+from clerk.models.spec import KIND_FIELDS
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILES = {
@@ -49,7 +50,7 @@ class TestConfigJson:
     def test_precedence_defaults_config_flags(self):
         """Defaults < --config < explicit flags, whatever the order on the command line."""
         args = resolve([*self.BASE, "--config", json.dumps({"lr": 0.5, "max_steps": 8}), "--max-steps", "4"])
-        assert (args.lr, args.max_steps, args.batch_size) == (0.5, 4, 4)  # batch_size: the default
+        assert (args.lr, args.max_steps, args.batch_size) == (0.5, 4, 1)  # batch_size: the default
         args = resolve(["train", "--max-steps", "4", "--config", json.dumps({"max_steps": 8}), "--sft", "s",
                         "--model", "m", "--out", "o"])
         assert args.max_steps == 4
@@ -60,9 +61,9 @@ class TestConfigJson:
 
     def test_values_become_the_flags_types(self):
         """Lists of a comma-list flag become tuples; ints pass for floats; booleans for switches."""
-        args = resolve([*self.BASE, "--config", json.dumps({"lora_targets": ["q_proj"], "epochs": 1, "eval": False})])
+        args = resolve([*self.BASE, "--config", json.dumps({"lora_targets": ["q_proj"], "epochs": 1, "validation_loss": False})])
         assert args.lora_targets == ("q_proj",) and args.epochs == 1.0 and type(args.epochs) is float
-        assert args.eval is False
+        assert args.validation_loss is False
 
     def test_unknown_key_names_it_and_the_allowed(self):
         with pytest.raises(UserError, match=r"unknown key\(s\) 'lr_schedule' for clerk train; allowed: .*\bmax_steps\b"):
@@ -73,7 +74,7 @@ class TestConfigJson:
         ({"max_steps": True}, r"expected an integer, got True"),
         ({"lr": "fast"}, r"--config key 'lr' \(flag --lr\): expected a number, got 'fast'"),
         ({"bf16": "yes"}, r"--config key 'bf16' \(flag --bf16\): expected one of auto, on, off, got 'yes'"),
-        ({"eval": "no"}, r"expected true or false, got 'no'"),
+        ({"validation_loss": "no"}, r"expected true or false, got 'no'"),
     ])
     def test_wrong_types_name_the_key_value_and_allowed(self, cfg, message):
         with pytest.raises(UserError, match=message):
@@ -161,7 +162,7 @@ class TestStageConfigs:
         """A profile that switches kind (paper.yaml: hf) does not leak the default kind's keys."""
         config = load_and_validate(ROOT / "config/config.yaml", ROOT / "config/paper.yaml")
         cfg = wiring.stage_config(config, "base_model")
-        assert set(cfg) == {"kind", *wiring.MODEL_KIND_KEYS[config["model"]["kind"]]}
+        assert set(cfg) == {"kind", *KIND_FIELDS[config["model"]["kind"]]}
 
     def test_locomo_reads_with_the_synthetic_instrument(self):
         """LoCoMo's reader is evaluate's: the configured reader model and calibration."""
@@ -217,10 +218,10 @@ class TestStageConfigs:
 
     def test_eviction_slice_reaches_generate(self, tmp_path):
         """data.<split>.evict_personas (and evict_adds) reach `clerk generate` through the split's
-        object; a split without a slice gets the object (and so the file) it had before."""
+        object; a split without a slice gets 0, clerk generate's own default (so the file it had before)."""
         config = load_and_validate(ROOT / "config/config.yaml")
         assert wiring.stage_config(config, "generate", split="test")["evict_personas"] == 8
-        assert not {"evict_personas", "evict_adds"} & set(wiring.stage_config(config, "generate", split="train"))
+        assert wiring.stage_config(config, "generate", split="train")["evict_personas"] == 0
         config["data"]["test"] |= {"personas": 2, "sessions": 3, "evict_personas": 2, "evict_adds": [5, 5]}
         cfg = wiring.stage_config(config, "generate", split="test")
         assert (cfg["evict_personas"], cfg["evict_adds"]) == (2, [5, 5])

@@ -11,25 +11,16 @@ here; the runners take that and never see ``argparse``.
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
+from clerk.eval_sections import ErasureSection, EvaluateSection
 from clerk.evaluate.config import ErasureConfig, EvaluateConfig, ReadCostConfig
 from clerk.evaluate.erasure import run_erasure
 from clerk.evaluate.read_cost import run_read_cost
 from clerk.evaluate.runner import run_evaluate, runtime_from_config
+from clerk.generator.config import DataSection
 from clerk.memory import MEMORY_REGISTRY, EvalConfig
-from clerk.memory.base import DTYPES, READER_MODELS
-
-
-def _add_view_knobs(p: Any) -> None:
-    """The view flags both verbs share (window and rag sizes) and ``--quiet``."""
-    d = EvalConfig()
-    p.add_argument("--window-k", dest="window_k", type=int, default=d.window_k,
-                   help=f"sessions shown by the window view (default: {d.window_k})")
-    p.add_argument("--rag-k", dest="rag_k", type=int, default=d.rag_k,
-                   help=f"turns retrieved by BM25 for the rag view (default: {d.rag_k})")
-    p.add_argument("--quiet", action="store_true", help="no progress bars")
+from clerk.memory.choices import add_settings
 
 
 def register_cli(sub: Any) -> None:
@@ -39,10 +30,11 @@ def register_cli(sub: Any) -> None:
     _add_read_cost_parser(sub)
 
 
-def add_run_args(p: Any, systems_help: str = "memory systems (registry keys)") -> None:
-    """The flags every verb that replays timelines through memory systems shares (``clerk
-    evaluate``, ``clerk erasure``): inputs, views, writers, the reader; read back by
-    :func:`runtime_from_args`."""
+def add_run_args(p: Any, verb: str = "evaluate") -> None:
+    """The flags of a verb that replays timelines through memory systems (``clerk evaluate``,
+    ``clerk erasure``): inputs, then the settings of the config's sections the verb takes (systems,
+    views, writers, the reader: :class:`~clerk.evaluate.config.EvaluateSection`,
+    :class:`~clerk.evaluate.config.ErasureSection`), then its own; read back by :func:`runtime_from_args`."""
     d = EvalConfig()
     # inputs and outputs
     p.add_argument("--timelines", required=True, help="timelines file (JSON lines, one persona per line)")
@@ -51,40 +43,20 @@ def add_run_args(p: Any, systems_help: str = "memory systems (registry keys)") -
     p.add_argument("--reader-adapter", dest="reader_adapter", default=None, metavar="DIR",
                    help="the separate reader's LoRA adapter (clerk train on ANSWER examples); "
                    "needed by --reader-model reader")
-    p.add_argument("--systems", nargs="+", required=True, metavar="NAME", help=systems_help)
     p.add_argument("--out", required=True, help="output directory")
-    # views
-    _add_view_knobs(p)
+    # the settings of the evaluate (and erasure, data) sections; by hand, no writer is teacher-forced
+    add_settings(p, verb, ErasureSection, EvaluateSection, DataSection, teacher_forced=[], reader_model=d.reader_model,
+                 ignore_forget=[])
+    # this verb's own
     p.add_argument("--max-read-tokens", dest="max_read_tokens", type=int, default=d.max_read_tokens,
                    help="cap on transcript-view tokens; -1 = reader context minus a prompt reserve (default: -1)")
     p.add_argument("--add-only-budget", dest="add_only_budget", type=int, default=d.add_only_budget,
                    help="add-only view budget in tokens; -1 = the gold ledger view's tokens at that session (default: -1)")
-    # writers and readers
-    p.add_argument("--max-new-tokens", dest="max_new_tokens", type=int, default=d.max_new_tokens,
-                   help=f"generation cap for model writers, tokens (default: {d.max_new_tokens})")
-    p.add_argument("--batch-size", dest="batch_size", type=int, default=d.batch_size,
-                   help=f"prompts per generation batch (default: {d.batch_size})")
     p.add_argument("--reader", choices=("mc", "rule"), default=d.reader,
                    help="mc = multiple-choice log-likelihood; rule = exact rule reader, ledger systems only (default: mc)")
-    p.add_argument("--reader-model", dest="reader_model", choices=READER_MODELS, default=d.reader_model,
-                   help="the one model that reads every system: adapter = the policy's (--adapter), reader = "
-                   f"a separate reader adapter (--reader-adapter), base = no adapter (default: {d.reader_model})")
-    p.add_argument("--reader-pmi", dest="reader_pmi", type=float, default=d.reader_pmi, metavar="A",
-                   help="contextual calibration of the MC reader: each option's mean log-probability minus A x "
-                   f"its mean log-probability after the empty view, A in [0, 1] (default: {d.reader_pmi})")
-    p.add_argument("--constrained", action=argparse.BooleanOptionalAction, default=d.constrained,
-                   help="hold model writers to the program grammar of their ledger (llguidance; default: on)")
-    p.add_argument("--write-only", dest="write_only", nargs="*", default=[], metavar="NAME",
-                   help="systems (of --systems) whose writes are scored but whose memory is not read (default: none)")
-    p.add_argument("--teacher-forced", dest="teacher_forced", nargs="*", default=[], metavar="NAME",
-                   help="model writers (of --systems) whose programs are also scored teacher-forced, each session "
-                   "written from the gold ledger before it; clerk evaluate only (default: none)")
-    p.add_argument("--phrasings", metavar="FILE", default=None,
-                   help="phrasings catalogue whose predicate keys constrained writers may ADD (default: built-in)")
-    p.add_argument("--dtype", choices=DTYPES, default=d.dtype,
-                   help="inference dtype of readers and writers; auto = bf16 where the device has bf16 units (CUDA with bf16, AMX or AVX512-BF16 CPUs), fp32 elsewhere (default: auto)")
     p.add_argument("--threads", type=int, default=0, metavar="N",
                    help="torch CPU threads; 0 = torch's default (default: 0)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
 
 
 def runtime_from_args(args: Any) -> Any:
@@ -122,9 +94,7 @@ def _add_erasure_parser(sub: Any) -> None:
         description="Erasure study (SPEC §9): deliver each session's forget requests to every system, then check "
         "every later view for forgotten values and read the questions about forgotten facts. Writes views.jsonl "
         f"and metrics.json to --out. Systems: {', '.join(MEMORY_REGISTRY.names())}.")
-    add_run_args(p, systems_help="memory systems (registry keys), forget requests delivered")
-    p.add_argument("--ignore-forget", dest="ignore_forget", nargs="*", default=[], metavar="NAME",
-                   help="systems also run with forget requests not delivered (the naive contrast; default: none)")
+    add_run_args(p, "erasure")
     p.set_defaults(func=_erasure_main)
 
 
@@ -138,5 +108,6 @@ def _add_read_cost_parser(sub: Any) -> None:
     p.add_argument("--timelines", required=True, help="timelines file (JSON lines), e.g. a long-horizon set")
     p.add_argument("--tokenizer", required=True, help="model or tokenizer directory whose tokenizer counts tokens")
     p.add_argument("--out", required=True, help="output CSV path")
-    _add_view_knobs(p)
+    add_settings(p, "read-cost", EvaluateSection)
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
     p.set_defaults(func=_read_cost_main)

@@ -25,6 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from clerk.errors import UserError
+from clerk.eval_sections import EvaluateSection
+from clerk.train.config import TrainSection
 
 COLUMNS = ("point", "step", "examples_seen", "constrained", "sessions", "op_f1", "add_f1", "update_f1", "tombstone_f1",
            "evict_f1", "parse_failure_rate")
@@ -74,17 +76,18 @@ class CurveConfig:
     model: str
     adapter: str
     out: str = ""
-    sessions: int = 0  # validation sessions scored; 0 = all
-    max_new_tokens: int = 96
-    batch_size: int = 16
+    # The settings' defaults are their sections' (clerk.settings): train.curve_sessions, evaluate's.
+    curve_sessions: int = TrainSection.curve_sessions  # validation sessions scored; 0 = all
+    max_new_tokens: int = EvaluateSection.max_new_tokens
+    batch_size: int = EvaluateSection.batch_size
     phrasings: str | None = None
-    dtype: str = "float32"
+    dtype: str = EvaluateSection.dtype
     threads: int = 0
 
     def __post_init__(self) -> None:
         from clerk.memory.base import DTYPES
 
-        checks = [("sessions", type(self.sessions) is int and self.sessions >= 0, "an int >= 0"),
+        checks = [("curve_sessions", type(self.curve_sessions) is int and self.curve_sessions >= 0, "an int >= 0"),
                   ("max_new_tokens", type(self.max_new_tokens) is int and self.max_new_tokens >= 1, "an int >= 1"),
                   ("batch_size", type(self.batch_size) is int and self.batch_size >= 1, "an int >= 1"),
                   ("threads", type(self.threads) is int and self.threads >= 0, "an int >= 0"),
@@ -111,7 +114,7 @@ def learning_curve(args: CurveConfig) -> list[dict[str, Any]]:
     points = [(json.loads((d / "snapshot.json").read_text())["step"], d) for d in snapshots]
     if not points or points[-1][0] != final["steps"]:
         points.append((final["steps"], adapter))
-    pairs = validation_sessions(load_timelines_file(args.timelines), Path(args.sft), args.sessions)
+    pairs = validation_sessions(load_timelines_file(args.timelines), Path(args.sft), args.curve_sessions)
     predicates = catalogue_keys(args.phrasings)
     # point: "snapshot" | "final" (the trained adapter) | "free" (the final adapter, no grammar).
     runs = [("snapshot", step, path, True) for step, path in points[:-1]]
@@ -142,7 +145,8 @@ def main(args: Any) -> None:
 
 def register_cli(sub: Any) -> None:
     """Add the ``learning-curve`` verb."""
-    from clerk.memory.base import DTYPES
+    from clerk.generator.config import DataSection
+    from clerk.memory.choices import add_settings
 
     p = sub.add_parser("learning-curve", help="validation op-F1 of a run's adapter snapshots (the learning curve)",
                        description=__doc__.split("\n\n")[1].replace("\n", " "))
@@ -151,10 +155,7 @@ def register_cli(sub: Any) -> None:
     p.add_argument("--model", required=True, metavar="DIR", help="base model directory")
     p.add_argument("--adapter", required=True, metavar="DIR", help="clerk train output with snapshots/")
     p.add_argument("--out", required=True, metavar="CSV", help="output CSV, one row per snapshot")
-    p.add_argument("--sessions", type=int, default=0, metavar="N", help="validation sessions scored (0 = all; default 0)")
-    p.add_argument("--max-new-tokens", dest="max_new_tokens", type=int, default=96, help="generation cap (default 96)")
-    p.add_argument("--batch-size", dest="batch_size", type=int, default=16, help="generation batch (default 16)")
-    p.add_argument("--phrasings", default=None, metavar="FILE", help="catalogue of the predicate keys (default: built-in)")
-    p.add_argument("--dtype", choices=DTYPES, default="float32", help="inference dtype (default float32)")
+    # the settings of the train, evaluate and data sections this verb takes (clerk.settings)
+    add_settings(p, "learning-curve", TrainSection, EvaluateSection, DataSection)
     p.add_argument("--threads", type=int, default=0, help="torch CPU threads; 0 = torch's default")
     p.set_defaults(func=main)

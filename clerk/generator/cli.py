@@ -11,10 +11,12 @@ from typing import Any
 
 from clerk.atomic import check_out_file
 from clerk.errors import UserError
-from clerk.generator.config import WORLDS, GeneratorConfig
+from clerk.eval_sections import ErasureSection
+from clerk.generator.config import WORLDS, DataSection, GeneratorConfig, SplitSection
 from clerk.generator.files import timeline_stats, write_timelines
 from clerk.generator.open_world import generate_open
 from clerk.generator.timelines import generate_from_config
+from clerk.settings import add_settings
 
 
 def main(args: Any) -> None:
@@ -89,36 +91,14 @@ def register_cli(sub: Any) -> None:
     p.add_argument("--seed", type=int, required=True, help="base seed; the RNG is seeded from (seed, split)")
     p.add_argument("--split", required=True, metavar="SPLIT",
                    help="train (train names), test (test names) or test_ood (test names, OOD phrasings)")
-    p.add_argument("--personas", type=int, default=None,
-                   help="number of personas (default: 100 for train, 40 for test and test_ood)")
-    p.add_argument("--sessions", type=int, default=8, help="sessions per persona, >= 2 (default: 8)")
-    p.add_argument("--budget", type=int, default=12, help="ledger slots B, >= 1 (default: 12)")
-    p.add_argument("--init-facts", type=int, default=4, dest="init_facts",
-                   help="facts stated in session 0 (default: 4)")
-    p.add_argument("--questions", type=_questions, default=(1, 3), metavar="LOW-HIGH",
-                   help="questions per session >= 1, a range drawn uniformly (as many as the ledger supports; "
-                   "SPEC §2: 1-3; default: 1-3)")
-    p.add_argument("--forgets", type=int, default=0, metavar="K",
-                   help="forget requests per persona at distinct seeded sessions >= 1, for the erasure study "
-                   "(clerk.generator.forgets); 0 = none, output unchanged (default: 0)")
-    p.add_argument("--evict-personas", dest="evict_personas", type=int, default=0, metavar="K",
-                   help="eviction-pressure slice: K extra personas after the regular ones, each with --evict-adds "
-                   "ADDs per session and no questions (scored for their edits only); 0 = none, output unchanged "
-                   "(default: 0)")
-    low, high = GeneratorConfig.evict_adds
-    p.add_argument("--evict-adds", dest="evict_adds", type=_evict_adds, default=(low, high), metavar="LOW-HIGH",
-                   help=f"ADDs per session of each slice persona, a range drawn uniformly (default: {low}-{high})")
-    p.add_argument("--compose", type=float, default=0.0, metavar="P",
-                   help="compositional wording: each rewrite of a user line (opener, two facts in one line, an "
-                   "in-line correction, a fact about someone else; clerk.generator.compose) is tried with "
-                   "probability P; facts and gold programs stay those of P = 0; 0 = none, output unchanged "
-                   "(default: 0)")
+    # the settings of the data section (and a split's, the erasure study's forgets): clerk.settings;
+    # by hand, a split's default size (100 for train, 40 for test and test_ood), 8 sessions, no forgets
+    add_settings(p, "generate", SplitSection, DataSection, ErasureSection, personas=None, sessions=8, forgets=0,
+                 notes={"personas": "100 for train, 40 for test and test_ood"})
     p.add_argument("--world", choices=WORLDS, default="closed",
                    help="closed: the 28-predicate one-person benchmark (format-1 timelines); open: two-person dated "
                    "conversations over the compositional key space of clerk/phrasing/open_world.yaml, one open ledger "
                    "per conversation (format-2 timelines, SPEC §2.9; --personas counts conversations) (default: closed)")
-    p.add_argument("--phrasings", default=None, metavar="FILE",
-                   help="YAML phrasings file replacing the built-in catalogue (schema: clerk/phrasing/catalogue.yaml)")
     # where to write
     p.add_argument("--out", required=True, metavar="FILE", help="output timeline file (JSON lines)")
     p.set_defaults(func=main)

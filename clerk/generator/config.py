@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from clerk.errors import UserError
 from clerk.generator.catalogue import SPLITS
+from clerk.settings import setting
 
 #: Personas per split when ``--personas`` is not given (SPEC default sizes).
 DEFAULT_PERSONAS = {"train": 100, "test": 40, "test_ood": 40, "val_ood": 40}
@@ -96,3 +97,79 @@ class GeneratorConfig:
     def rng_seed(self) -> str:
         """The string the run's ``random.Random`` is seeded with."""
         return f"clerk.generator:{self.seed}:{self.split}"
+
+
+# ---- the workflow's `data` section (clerk.settings) -------------------------------------------
+
+_RANGE = {"type": "integer", "minimum": 1, "maximum": 3}
+
+
+@dataclass
+class SplitSection:
+    """One split's sizes (``data.train``, ``data.test``, ``data.test_ood``, ``data.long``)."""
+
+    personas: int = setting(help="number of personas", minimum=1, verbs=("generate",))
+    sessions: int = setting(help="sessions per persona (session 0 states facts)", minimum=2, verbs=("generate",))
+    questions: tuple[int, int] = setting(
+        (1, 3), help="questions per session >= 1, [low, high] with low <= high, drawn uniformly (SPEC §2: within 1-3)",
+        items=_RANGE, verbs=("generate",), flag_type=lambda text: _flag_pair(text, "--questions"), metavar="LOW-HIGH")
+    evict_personas: int = setting(
+        0, help="eviction-pressure slice: this many extra personas after the regular ones, each with evict_adds ADDs "
+        "per session and no questions (scored for their edits only, never read); 0 = none, the split's file unchanged",
+        minimum=0, verbs=("generate",), metavar="K")
+    evict_adds: tuple[int, int] = setting(
+        (3, 4), help="ADDs per session of each slice persona, [low, high] with 0 <= low <= high, drawn uniformly "
+        "(needs evict_personas >= 1)", items={"type": "integer", "minimum": 0}, verbs=("generate",),
+        flag_type=lambda text: _flag_pair(text, "--evict-adds"), metavar="LOW-HIGH")
+    compose: float = setting(
+        0.0, help="compositional wording (clerk.generator.compose): each rewrite of a user line (opener, two facts "
+        "in one line, an in-line correction, a fact about someone else) is tried with this probability; the facts "
+        "and gold programs stay those of 0; 0 = none, the split's file unchanged",
+        minimum=0, maximum=1, verbs=("generate",), metavar="P")
+
+
+@dataclass
+class OpenSection:
+    """The open world's training conversations (SPEC §2.9) mixed into the policy's and the
+    reader's SFT sets, per seed."""
+
+    personas: int = setting(help="conversations (two subjects each)", minimum=1, verbs=("generate",))
+    sessions: int = setting(help="sessions per conversation", minimum=2, verbs=("generate",))
+    budget: int = setting(help="ledger slots of an open conversation", minimum=1, verbs=("generate",))
+
+
+@dataclass
+class DataSection:
+    """The synthetic timelines: ledger budget, facts of session 0, each split's sizes (``data``)."""
+
+    budget: int = setting(12, help="ledger slots B", minimum=1, verbs=("generate",))
+    init_facts: int = setting(4, help="facts stated in session 0", minimum=1, verbs=("generate",))
+    train: SplitSection = setting(SplitSection(personas=100, sessions=8, questions=(3, 3)),
+                                  help="the training split (SFT data)")
+    test: SplitSection = setting(SplitSection(personas=16, sessions=8, questions=(3, 3), evict_personas=8),
+                                 help="the in-distribution test split (table 1)")
+    test_ood: SplitSection = setting(SplitSection(personas=16, sessions=8, questions=(3, 3), evict_personas=8),
+                                     help="the out-of-distribution test split (table 3)")
+    long: SplitSection = setting(SplitSection(personas=10, sessions=50),
+                                 help="long-horizon personas of the read-cost probe")
+    open: OpenSection | None = setting(
+        None, help="the open world's training conversations (SPEC §2.9) mixed into the policy's and the reader's "
+        "SFT sets, per seed; null = closed world only")
+    phrasings: str | None = setting(
+        None, help="optional phrasing catalogue file (an existing YAML file; absolute, or relative inside the "
+        "repository; letters, digits and . _ / + @ - only) or null for the built-in one",
+        schema={"$ref": "#/$defs/path"}, verbs=("generate", "evaluate", "erasure", "learning-curve"),
+        metavar="FILE")
+
+
+def _flag_pair(text: str, flag: str) -> tuple[int, int]:
+    """``"1-3"`` -> ``(1, 3)``; ``"3"`` -> ``(3, 3)`` (a count range given as a flag).
+
+    >>> _flag_pair("2-3", "--questions"), _flag_pair("3", "--questions")
+    ((2, 3), (3, 3))
+    """
+    low, _, high = text.partition("-")
+    try:
+        return int(low), int(high or low)
+    except ValueError:
+        raise UserError(f"{flag}: expected N or LOW-HIGH (whole numbers), got {text!r}") from None

@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from clerk.errors import UserError
+from clerk.eval_sections import EvaluateSection
 from clerk.locomo.bench import main_bench
-from clerk.locomo.data import LOCOMO_SYSTEMS, Conversation, LocomoConfig, Question
+from clerk.locomo.config import LocomoSection
+from clerk.locomo.data import Conversation, LocomoConfig, Question
 from clerk.locomo.evaluation import (
-    LEDGER_FORMS,
     LOCOMO_METRICS_SCHEMA_ID,
     LOCOMO_SCHEMAS,
     LocomoEvalConfig,
@@ -30,8 +31,6 @@ from clerk.locomo.evaluation import (
     write_jsonl,
 )
 from clerk.locomo.files import (
-    PERCENA_FILENAME,
-    PERCENA_REPO_ID,
     detect_format,
     load_locomo,
     recorded_path,
@@ -40,7 +39,8 @@ from clerk.locomo.files import (
 )
 from clerk.locomo.inspection import main_inspect
 from clerk.locomo.subsets import all_questions, count_by_category, restrict, stratified_subset
-from clerk.memory.base import DTYPES, READER_MODELS, Runtime
+from clerk.memory.base import DTYPES, Runtime
+from clerk.memory.choices import add_settings
 
 # --- clerk locomo ----------------------------------------------------------------------------
 
@@ -186,56 +186,32 @@ def _add_locomo(sub: argparse._SubParsersAction) -> None:
     # data
     p.add_argument("--data", metavar="FILE", default=None,
                    help="LoCoMo file, either format (config locomo.path); default: none")
-    p.add_argument("--download", action="store_true",
-                   help=f"fetch {PERCENA_FILENAME} of {PERCENA_REPO_ID} with the Hugging Face client when "
-                        "--data is absent (config locomo.download); default: off")
     # models and systems
     p.add_argument("--model", metavar="DIR", required=True, help="base model directory (safetensors + tokenizer)")
     p.add_argument("--adapter", metavar="DIR", default=None,
                    help="trained LoRA adapter directory (clerk train); needed by the clerk system; default: none")
-    p.add_argument("--systems", nargs="+", choices=LOCOMO_SYSTEMS, default=list(LOCOMO_SYSTEMS), metavar="NAME",
-                   help=f"memory systems to run, from {', '.join(LOCOMO_SYSTEMS)}; default: all")
     # memory and views
-    p.add_argument("--budget", type=int, default=d.budget, metavar="B",
-                   help=f"ledger slots of the ledger systems (config locomo.budget); default: {d.budget}")
-    p.add_argument("--ledger", choices=LEDGER_FORMS, default=d.ledger,
-                   help="ledger form of the ledger systems: open (the two speakers as subjects, keys coined by "
-                        "the writer, dates; a policy trained on the open world) or closed (one subject, the "
-                        f"synthetic catalogue; a closed-world policy) (config locomo.ledger); default: {d.ledger}")
     p.add_argument("--summary-k", dest="summary_k", type=int, default=d.summary_k, metavar="K",
                    help=f"session summaries the summary-rag view retrieves per question; default: {d.summary_k}")
     p.add_argument("--max-read-tokens", dest="max_read_tokens", type=int, default=d.max_read_tokens, metavar="N",
                    help="cap on transcript-view tokens; -1 = the reader's context minus a prompt reserve (default: -1)")
     # writers and readers
-    p.add_argument("--max-new-tokens", dest="max_new_tokens", type=int, default=d.max_new_tokens, metavar="N",
-                   help=f"generation cap of the ledger writers per session, tokens; default: {d.max_new_tokens}")
-    p.add_argument("--batch-size", dest="batch_size", type=int, default=d.batch_size, metavar="N",
-                   help=f"conversations per generation batch; default: {d.batch_size}")
     p.add_argument("--reader-adapter", dest="reader_adapter", metavar="DIR", default=None,
                    help="the separate reader's LoRA adapter (clerk train on ANSWER examples); needed by "
                    "--reader-model reader, the synthetic evaluation's instrument; default: none")
-    p.add_argument("--reader-model", dest="reader_model", choices=READER_MODELS, default=d.reader_model,
-                   help="the one model that reads every system: base, adapter (the policy's --adapter) or "
-                   f"reader (--reader-adapter); default: {d.reader_model}")
-    p.add_argument("--reader-pmi", dest="reader_pmi", type=float, default=d.reader_pmi, metavar="A",
-                   help="contextual calibration of the MC reader, A in [0, 1], as in clerk evaluate "
-                   f"(default: {d.reader_pmi})")
-    p.add_argument("--dtype", choices=DTYPES, default=d.dtype,
-                   help="inference dtype of every model; auto = bf16 where the device has bf16 units (CUDA, AMX/AVX512-BF16 CPUs), else fp32 (default: auto)")
     # output and sampling
     p.add_argument("--out", metavar="DIR", required=True, help="output directory (created only when data loads)")
-    p.add_argument("--max-questions", type=int, default=0, metavar="N",
-                   help="stratified subset size in questions; 0 = all (default)")
     p.add_argument("--seed", type=int, default=0, metavar="S",
                    help="the run's seed (the workflow's {seed}, recorded in metrics.json); also the question subset's "
                    "seed unless --subset-seed is given; default: 0")
-    p.add_argument("--subset-seed", dest="subset_seed", type=int, default=None, metavar="S",
-                   help="seed of the stratified question subset, the same for every job of a run so systems answer "
-                   "the same questions (config locomo.subset_seed); default: --seed")
     p.add_argument("--mc-seed", type=int, default=0, metavar="S",
                    help="seed of the distractors built for locomo10.json (unused for Percena's file); default: 0")
     p.add_argument("--threads", type=int, default=0, metavar="N", help="torch CPU threads; 0 = torch's default")
     p.add_argument("--quiet", action="store_true", help="no progress bars")
+    # the settings of the locomo section and the evaluation's reader (clerk.settings); by hand, the
+    # question subset's seed is the run's --seed
+    add_settings(p.add_argument_group("the config's locomo and evaluate sections"), "locomo", LocomoSection,
+                 EvaluateSection, subset_seed=None, reader_model=d.reader_model, notes={"subset_seed": "--seed"})
     p.set_defaults(func=main_locomo)
 
 

@@ -127,6 +127,9 @@ class LocomoEvalConfig(EvalConfig):
     budget: int = DEFAULT_BUDGET
     summary_k: int = DEFAULT_SUMMARY_K
     ledger: str = DEFAULT_LEDGER
+    # No LoCoMo system shows a window or rag view; metrics.json records these two as it always has.
+    window_k: int = 3
+    rag_k: int = 8
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, ClassVar
 
 from clerk.errors import UserError
+from clerk.eval_sections import EvaluateSection
 
 READERS = ("mc", "rule")
 READER_MODELS = ("base", "adapter", "reader")
@@ -27,18 +28,23 @@ READER_MODELS = ("base", "adapter", "reader")
 DTYPES = ("auto", "float32", "bfloat16")
 
 
+#: The config's evaluate section: the one default of each of its settings.
+_S = EvaluateSection
+
+
 @dataclass
 class EvalConfig:
-    """Knobs of the synthetic evaluation (defaults < CLI); recorded in ``metrics.json``."""
+    """Knobs of the synthetic evaluation (defaults < CLI); recorded in ``metrics.json``. A knob
+    that is a setting of the config's ``evaluate`` section has that setting's default (``_S``)."""
 
     #: sessions the ``window`` view shows (the k most recent earlier sessions).
-    window_k: int = 3
+    window_k: int = _S.window_k
     #: turns the ``rag`` view retrieves per question.
-    rag_k: int = 8
+    rag_k: int = _S.rag_k
     #: generation cap for model writers, in tokens (bounds an over-long program).
-    max_new_tokens: int = 256
+    max_new_tokens: int = _S.max_new_tokens
     #: prompts per generation batch for model writers.
-    batch_size: int = 16
+    batch_size: int = _S.batch_size
     #: "mc" = multiple-choice log-likelihood; "rule" = exact rule reader (ledger systems only).
     reader: str = "mc"
     #: the one model that reads every system (SPEC §6: one instrument): "adapter" (the policy's
@@ -47,9 +53,9 @@ class EvalConfig:
     reader_model: str = "adapter"
     #: contextual calibration of the MC reader: each option's score minus this weight times its
     #: score after the empty view (0 = plain mean log-probability; ``clerk.memory.reader``).
-    reader_pmi: float = 0.0
+    reader_pmi: float = _S.reader_pmi
     #: hold model writers to the program grammar of their ledger (``clerk.models.constrained``).
-    constrained: bool = True
+    constrained: bool = _S.constrained
     #: systems whose writes are scored but whose memory is not read (no questions answered).
     write_only: tuple[str, ...] = ()
     #: model writers whose programs are also scored teacher-forced: each session written from the
@@ -63,7 +69,7 @@ class EvalConfig:
     #: inference dtype of every model: "auto" = bf16 where the device has bf16 units (CUDA with
     #: bf16, CPUs with AMX/AVX512-BF16: the reader and writers run about 2.4x faster, measured on
     #: SmolLM2), fp32 elsewhere (clerk.models.device.resolve_inference_dtype).
-    dtype: str = "auto"
+    dtype: str = _S.dtype
 
     def __post_init__(self) -> None:
         if self.dtype not in DTYPES:

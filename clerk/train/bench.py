@@ -88,8 +88,8 @@ def bench_throughput(model: str, sft: str, steps: int, batch_size: int = 4, max_
                 timer = StepTimer()
                 cfg = TrainConfig(sft=sft, model=model, out=str(Path(tmp) / f"{name}-{r}"), seed=seed,
                                   max_steps=steps + 1, batch_size=batch_size, max_length=max_length,
-                                  precision=precision, bf16=bf16, save_steps=0, logging_steps=1, eval=False,
-                                  threads=threads, lora_dropout=0.0, lora_layers=top)
+                                  precision=precision, bf16=bf16, save_steps=0, logging_steps=1, validation_loss=False,
+                                  threads=threads, lora_dropout=0.0, lora_layers=top, snapshot_steps=0)
                 print(f"clerk bench-train: {name}, round {r + 1}/{rounds} ({steps} timed steps + 1 warm-up)",
                       file=sys.stderr)
                 run_training(cfg, extra_callbacks=[timer])

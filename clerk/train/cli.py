@@ -12,19 +12,10 @@ import json
 import sys
 from pathlib import Path
 
-from clerk.models.device import PRECISIONS
+from clerk.memory.choices import add_settings
 from clerk.train.bench import MODES, bench_throughput
-from clerk.train.config import BF16_MODES, LOSS_HEADS, TrainConfig
+from clerk.train.config import LOSS_HEADS, TrainConfig, TrainSection, _csv_tuple
 from clerk.train.trainer import run_training
-
-
-def _csv_tuple(text: str) -> tuple[str, ...]:
-    """Comma list -> tuple, empty items dropped.
-
-    >>> _csv_tuple("q_proj, v_proj,")
-    ('q_proj', 'v_proj')
-    """
-    return tuple(part.strip() for part in text.split(",") if part.strip())
 
 
 def _train_main(args: argparse.Namespace) -> None:
@@ -58,7 +49,8 @@ def register_cli(sub) -> None:
 
 
 def _add_train_parser(sub) -> None:
-    """``clerk train``: inputs and outputs here, then the optimisation, LoRA and runtime groups."""
+    """``clerk train``: inputs and outputs, the recipe (the ``train`` section's settings, derived
+    from :class:`~clerk.train.config.TrainSection`), then the verb's own optimisation and runtime flags."""
     d = TrainConfig(sft="", model="", out="")
     p = sub.add_parser(
         "train",
@@ -73,48 +65,22 @@ def _add_train_parser(sub) -> None:
     p.add_argument("--model", required=True, help="materialised base-model directory (clerk materialize-model)")
     p.add_argument("--out", required=True, help="output directory for the adapter and its logs")
     p.add_argument("--seed", type=int, default=d.seed, help=f"seed for LoRA init, dropout and data order (default: {d.seed})")
+    add_settings(p.add_argument_group("recipe (the config's train section)"), "train", TrainSection)
     _add_optimisation_args(p.add_argument_group("optimisation"), d)
-    _add_lora_args(p.add_argument_group("LoRA"), d)
     _add_runtime_args(p.add_argument_group("runtime"), d)
     p.set_defaults(func=_train_main)
 
 
 def _add_optimisation_args(g, d: TrainConfig) -> None:
-    """Learning rate, schedule, batch and length flags (defaults from ``d``)."""
-    g.add_argument("--lr", type=float, default=d.lr, help=f"peak learning rate (default: {d.lr})")
-    g.add_argument("--epochs", type=float, default=d.epochs, help=f"epochs over train, used when --max-steps is -1 (default: {d.epochs})")
-    g.add_argument("--max-steps", dest="max_steps", type=int, default=d.max_steps, help="optimizer steps; -1 = use --epochs (default: -1)")
-    g.add_argument("--batch-size", dest="batch_size", type=int, default=d.batch_size, help=f"examples per step (default: {d.batch_size})")
-    g.add_argument("--grad-accum", dest="grad_accum", type=int, default=d.grad_accum, help=f"steps accumulated per optimizer step (default: {d.grad_accum})")
-    g.add_argument("--max-length", dest="max_length", type=int, default=d.max_length, help=f"max tokens per example; longer ones are truncated (default: {d.max_length})")
+    """Warm-up, schedule and weight decay (defaults from ``d``)."""
     g.add_argument("--warmup", type=float, default=d.warmup, help=f"LR warm-up: < 1 = fraction of steps, >= 1 = steps (default: {d.warmup})")
     g.add_argument("--scheduler", default=d.scheduler, help=f"transformers LR scheduler name (default: {d.scheduler})")
     g.add_argument("--weight-decay", dest="weight_decay", type=float, default=d.weight_decay, help=f"AdamW weight decay (default: {d.weight_decay})")
 
 
-def _add_lora_args(g, d: TrainConfig) -> None:
-    """LoRA rank, alpha, dropout and the adapted / fully trained modules."""
-    g.add_argument("--lora-r", dest="lora_r", type=int, default=d.lora_r, help=f"LoRA rank (default: {d.lora_r})")
-    g.add_argument("--lora-alpha", dest="lora_alpha", type=int, default=d.lora_alpha, help=f"LoRA alpha; scale = alpha / r (default: {d.lora_alpha})")
-    g.add_argument("--lora-dropout", dest="lora_dropout", type=float, default=d.lora_dropout, help=f"dropout on the LoRA input (default: {d.lora_dropout})")
-    g.add_argument("--lora-layers", dest="lora_layers", type=int, default=d.lora_layers,
-                   help="adapt the top N decoder layers only; backward stops below them (default: 0 = every layer)")
-    g.add_argument("--lora-targets", dest="lora_targets", type=_csv_tuple, default=d.lora_targets,
-                   help=f"comma list of module names to adapt (default: {','.join(d.lora_targets)})")
-    g.add_argument("--modules-to-save", dest="modules_to_save", type=_csv_tuple, default=d.modules_to_save,
-                   help="comma list of modules trained in full and saved with the adapter, e.g. embed_tokens,lm_head "
-                   "for scratch models (default: none)")
-
-
 def _add_runtime_args(g, d: TrainConfig) -> None:
-    """Checkpointing, logging, evaluation, precision, device and threads."""
-    g.add_argument("--save-steps", dest="save_steps", type=int, default=d.save_steps, help=f"checkpoint every N steps; 0 = never, no resume (default: {d.save_steps})")
+    """Logging, device, loss head, threads and checkpoints."""
     g.add_argument("--logging-steps", dest="logging_steps", type=int, default=d.logging_steps, help=f"train_log.csv row every N steps (default: {d.logging_steps})")
-    g.add_argument("--eval", action=argparse.BooleanOptionalAction, default=d.eval, help="validation loss at the end (default: on)")
-    g.add_argument("--precision", choices=PRECISIONS, default=d.precision,
-                   help="fp32, or bf16-frozen (frozen base weights bf16, LoRA adapters fp32); auto = bf16-frozen "
-                   "where the device has bf16 units (AMX/AVX512-BF16 CPUs, CUDA), fp32 elsewhere (default: auto)")
-    g.add_argument("--bf16", choices=BF16_MODES, default=d.bf16, help="bf16 autocast on top of --precision (and bf16 weights on CUDA); auto = where the hardware has it (default: off)")
     g.add_argument("--device", choices=("auto", "cpu", "cuda"), default=d.device, help="training device (default: auto = cuda if available)")
     g.add_argument("--loss-head", dest="loss_head", choices=LOSS_HEADS, default=d.loss_head,
                    help="loss over full logits, or TRL's chunked fused LM head (less memory, slow on CPU); "
@@ -124,9 +90,6 @@ def _add_runtime_args(g, d: TrainConfig) -> None:
                    help="where checkpoints go and a rerun resumes from; keep it outside a workflow's declared "
                    "outputs, which Snakemake deletes when it reruns an interrupted job (default: --out/checkpoints)")
     g.add_argument("--keep-checkpoints", dest="keep_checkpoints", action="store_true", help="keep the checkpoints after success (default: delete)")
-    g.add_argument("--snapshot-steps", dest="snapshot_steps", type=int, default=d.snapshot_steps, metavar="N",
-                   help="save the adapter every N steps into OUT/snapshots/step-N (a learning curve); 0 = none "
-                   f"(default: {d.snapshot_steps})")
 
 
 def _add_bench_parser(sub) -> None:

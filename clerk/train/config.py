@@ -14,11 +14,84 @@ from dataclasses import dataclass
 from typing import Any
 
 from clerk.errors import UserError
-from clerk.models.device import PRECISIONS
+from clerk.models.device import BF16_MODES, PRECISIONS
+from clerk.settings import setting
 
 DEFAULT_TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-BF16_MODES = ("auto", "on", "off")
 LOSS_HEADS = ("auto", "full", "fused")
+
+
+_TRAIN = ("train",)
+
+
+@dataclass
+class TrainSection:
+    """The LoRA recipe of the policy (and of the separate reader, block ``reader``): ``train``."""
+
+    lr: float = setting(1e-3, help="AdamW peak learning rate of the LoRA weights (cosine decay after warm-up)",
+                        exclusive_minimum=0, verbs=_TRAIN)
+    max_steps: int = setting(1200, help="optimizer steps; -1 = run `epochs` full epochs", minimum=-1,
+                             schema={"not": {"const": 0}}, verbs=_TRAIN)
+    epochs: float = setting(1.0, help="epochs over train, used when max_steps is -1", exclusive_minimum=0,
+                            verbs=_TRAIN)
+    batch_size: int = setting(1, help="examples per device step", minimum=1, verbs=_TRAIN)
+    grad_accum: int = setting(1, help="steps accumulated per optimizer step", minimum=1, verbs=_TRAIN)
+    max_length: int = setting(1024, help="longest tokenised example kept (tokens); longer ones are truncated",
+                              minimum=32, verbs=_TRAIN)
+    lora_r: int = setting(16, help="LoRA rank", minimum=1, verbs=_TRAIN)
+    lora_alpha: int = setting(32, help="LoRA alpha; scale = alpha / r", minimum=1, verbs=_TRAIN)
+    lora_dropout: float = setting(0.0, help="dropout on the LoRA input, in [0, 1)", minimum=0,
+                                  exclusive_maximum=1, verbs=_TRAIN)
+    lora_targets: tuple[str, ...] = setting(
+        list(DEFAULT_TARGETS), help="module names to adapt (a comma list as a flag)",
+        items={"$ref": "#/$defs/module_name"}, min_items=1, unique=True, verbs=_TRAIN,
+        flag_type=lambda text: _csv_tuple(text), metavar="A,B,...")
+    modules_to_save: tuple[str, ...] = setting(
+        [], help="modules trained in full and saved with the adapter, e.g. embed_tokens,lm_head (scratch models)",
+        items={"$ref": "#/$defs/module_name"}, unique=True, verbs=_TRAIN, flag_type=lambda text: _csv_tuple(text),
+        metavar="A,B,...")
+    lora_layers: int = setting(0, help="LoRA on the top N decoder layers only (backward stops below them); "
+                               "0 = every layer", minimum=0, verbs=_TRAIN)
+    precision: str = setting(
+        "auto", help="precision of the frozen base weights: fp32, or bf16-frozen (base weights bf16, LoRA adapters, "
+        "optimizer state and loss fp32); auto = bf16-frozen where the device has bf16 units, fp32 elsewhere",
+        choices="precision", verbs=_TRAIN)
+    bf16: str = setting("off", help="bf16 autocast on top of precision (and bf16 weights on CUDA); auto = where "
+                        "the hardware has it", choices="bf16_mode", verbs=_TRAIN)
+    save_steps: int = setting(20, help="checkpoint every N optimizer steps, so an interrupted run resumes",
+                              minimum=1, verbs=_TRAIN)
+    snapshot_steps: int = setting(400, help="adapter snapshots every N steps into OUT/snapshots (the first seed's "
+                                  "run: the learning curve); 0 = only the final adapter", minimum=0, verbs=_TRAIN)
+    curve_sessions: int = setting(40, help="validation sessions scored per learning-curve point; 0 = all",
+                                  minimum=0, verbs=("learning-curve",))
+    validation_loss: bool = setting(False, help="loss on the validation split after training", verbs=_TRAIN)
+
+
+@dataclass
+class ReaderSection:
+    """The separate reader adapter (``reader``), trained when evaluate.reader_model is `reader`: the
+    `train` recipe on ANSWER examples only, once, on the training personas of its own seed, and
+    shared by every experiment seed."""
+
+    seed: int = setting(31, help="the reader's own seed: its training personas; not one of `seeds`", minimum=0)
+    answer_ratio: float = setting(2.0, help="ANSWER examples per CONSOLIDATE example of the same split",
+                                  exclusive_minimum=0, verbs=("build-sft",))
+    max_steps: int = setting(1200, help="training steps of the reader adapter", minimum=1, verbs=_TRAIN)
+    precision: str = setting("fp32", help="the reader's training precision (the train section's is the policy's)",
+                             choices="precision", verbs=_TRAIN)
+
+
+def _csv_tuple(text: str) -> tuple[str, ...]:
+    """Comma list -> tuple, empty items dropped.
+
+    >>> _csv_tuple("q_proj, v_proj,")
+    ('q_proj', 'v_proj')
+    """
+    return tuple(part.strip() for part in text.split(",") if part.strip())
+
+
+#: The verb's defaults of the section's settings are the section's.
+_D = TrainSection
 
 
 @dataclass
@@ -30,38 +103,38 @@ class TrainConfig:
     out: str
     seed: int = 137
     # optimisation
-    lr: float = 2e-4  # peak learning rate
-    epochs: float = 1.0  # used when max_steps == -1
-    max_steps: int = -1  # optimizer steps; -1 = run `epochs`
-    batch_size: int = 4  # examples per device step
-    grad_accum: int = 1  # steps accumulated per optimizer step
-    max_length: int = 2048  # tokens; longer examples are truncated at the end
+    lr: float = _D.lr  # peak learning rate
+    epochs: float = _D.epochs  # used when max_steps == -1
+    max_steps: int = _D.max_steps  # optimizer steps; -1 = run `epochs`
+    batch_size: int = _D.batch_size  # examples per device step
+    grad_accum: int = _D.grad_accum  # steps accumulated per optimizer step
+    max_length: int = _D.max_length  # tokens; longer examples are truncated at the end
     warmup: float = 0.05  # < 1: fraction of steps; >= 1: steps
     scheduler: str = "cosine"
     weight_decay: float = 0.0
     # LoRA
-    lora_r: int = 16
-    lora_alpha: int = 32
-    lora_dropout: float = 0.05
-    lora_targets: tuple[str, ...] = DEFAULT_TARGETS
+    lora_r: int = _D.lora_r
+    lora_alpha: int = _D.lora_alpha
+    lora_dropout: float = _D.lora_dropout
+    lora_targets: tuple[str, ...] = DEFAULT_TARGETS  # = TrainSection's
     modules_to_save: tuple[str, ...] = ()  # fully trained extra modules, e.g. embed_tokens,lm_head (scratch)
     # LoRA on the top N decoder layers only (0 = every layer): backward then stops at the lowest
     # adapted layer, so a step costs a full forward and a backward through N layers
-    lora_layers: int = 0
+    lora_layers: int = _D.lora_layers
     # bookkeeping
-    save_steps: int = 50  # checkpoint every N optimizer steps; 0 = never (no resume)
+    save_steps: int = _D.save_steps  # checkpoint every N optimizer steps; 0 = never (no resume)
     logging_steps: int = 5
-    eval: bool = True  # validation loss once at the end, when a validation split exists
+    validation_loss: bool = _D.validation_loss  # once at the end, when a validation split exists
     # auto | fp32 | bf16-frozen (frozen base weights bf16, LoRA adapters and optimizer state fp32);
     # auto = bf16-frozen where the device has bf16 units, fp32 elsewhere (clerk.models.device)
-    precision: str = "auto"
-    bf16: str = "off"  # autocast on top (and bf16 weights on CUDA); auto = where the hardware has bf16
+    precision: str = _D.precision
+    bf16: str = _D.bf16  # autocast on top (and bf16 weights on CUDA); auto = where the hardware has bf16
     loss_head: str = "auto"  # full | fused (TRL's chunked LM head) | auto = fused on CUDA, full on CPU
     device: str = "auto"  # auto | cpu | cuda
     threads: int = 0  # torch intra-op threads; 0 = torch's default
     keep_checkpoints: bool = False
     checkpoint_dir: str = ""  # checkpoints for resumption; "" = OUT/checkpoints
-    snapshot_steps: int = 0  # adapter snapshots every N optimizer steps (learning curve); 0 = none
+    snapshot_steps: int = _D.snapshot_steps  # adapter snapshots every N optimizer steps (learning curve); 0 = none
 
     def __post_init__(self) -> None:
         self.lora_targets = tuple(self.lora_targets)

@@ -373,7 +373,7 @@ def run_training(cfg: TrainConfig, extra_callbacks: list | None = None) -> Train
         model=model,
         args=args,
         train_dataset=train_ds,
-        eval_dataset=eval_ds if cfg.eval else None,
+        eval_dataset=eval_ds if cfg.validation_loss else None,
         processing_class=tokenizer,
         callbacks=_callbacks(out / "train_log.csv", seconds_offset, [
             *(extra_callbacks or []),
@@ -381,7 +381,7 @@ def run_training(cfg: TrainConfig, extra_callbacks: list | None = None) -> Train
         ]),
     )
     # 4. Train.
-    metrics = _train(trainer, resume_path, resume_step, cfg.eval and eval_ds is not None)
+    metrics = _train(trainer, resume_path, resume_step, cfg.validation_loss and eval_ds is not None)
     # 5. Adapter, metrics, resolved config.
     _save(out, trainer.model, metrics, _run_record(cfg, trainer, device, bf16, loss_head, weights_dtype, model_dir,
                                                                precision))
