@@ -1,18 +1,19 @@
 """The ``clerk`` command line: the only entry point the Snakefile calls.
 
-Every verb lives in the library module that owns the concept; this file only collects them.
-A module takes part by defining ``register_cli(subparsers)``, which adds its verb(s) with
-``parser.set_defaults(func=main)``; ``main(args)`` builds the verb's typed config dataclass from
-``args`` and hands it to the library, which never sees ``argparse``.
+Every verb lives in the library module that owns the concept; this file only maps each verb to
+that module (:data:`VERBS`) and imports the one module of the verb it runs, so that a job runs
+its own stage's code and no other. A module takes part by defining ``register_cli(subparsers)``,
+which adds its verb(s) with ``parser.set_defaults(func=main)``; ``main(args)`` builds the verb's
+typed config dataclass from ``args`` and hands it to the library, which never sees ``argparse``.
+What every verb shares (``--config JSON``, the precedence of defaults, ``--config`` and flags,
+user errors as one line) is :mod:`clerk.command`.
 
-Every verb also takes ``--config JSON``: an object whose keys are the verb's option names (the
-``dest`` of a flag, e.g. ``max_steps`` for ``--max-steps``), the way the workflow passes a config
-section (workflow/rules/common.smk, :mod:`clerk.wiring`). Precedence: the verb's defaults < the
-``--config`` object < flags given on the command line. An unknown key, or a value of the wrong
-type or outside a flag's choices, is an error naming the key, the value and what is allowed. Modules keep torch,
-transformers, trl and peft imports inside functions so ``clerk --help`` stays fast, and so that
-:func:`~clerk.models.device.apply_reproducible_numerics` pins CPU kernel dispatch before torch
-starts (``CLERK_NUMERICS=native`` leaves it to the libraries).
+A verb's rule declares as code inputs the modules its command imports, read from the source from
+the verb's module (:mod:`clerk.provenance.code_inputs`); this file is not one of them: a verb
+routed elsewhere changes those inputs, a verb renamed changes the rule's command. Modules keep
+torch, transformers, trl and peft imports inside functions so ``clerk --help`` stays fast, and so
+that :func:`~clerk.models.device.apply_reproducible_numerics` pins CPU kernel dispatch before
+torch starts (``CLERK_NUMERICS=native`` leaves it to the libraries).
 
     clerk --help
     clerk generate --help
@@ -23,60 +24,89 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
-import os
-import re
 import sys
-from pathlib import Path
-from typing import Any
+from collections.abc import Iterable
 
-from clerk.errors import UserError
-from clerk.models.device import apply_reproducible_numerics
+from clerk.command import add_config_option, apply_config_json, run
 
-# Order is the order verbs appear in ``clerk --help``: the pipeline order.
-_MODULES = (
-    "clerk.generator.cli",
-    "clerk.streams.cli",
-    "clerk.sft.cli",
-    "clerk.models.cli",
-    "clerk.train.cli",
-    "clerk.evaluate.curve",
-    "clerk.evaluate.cli",
-    "clerk.scoring.bench",
-    "clerk.locomo.cli",
-    "clerk.report.cli",
-    "clerk.report.paired",
-    "clerk.report.locomo",
-    "clerk.provenance.cli",
-    "clerk.store.cli",
-)
+__all__ = ["VERBS", "apply_config_json", "given_flags", "main", "make_parser", "verb_parser"]
+
+#: verb -> (the module whose ``register_cli`` adds it, its line in ``clerk --help``), in the
+#: pipeline order ``clerk --help`` lists them. A module that registers a verb missing here, or
+#: misses one listed here, is an error (:func:`make_parser`).
+VERBS: dict[str, tuple[str, str]] = {
+    "generate": ("clerk.generator.cli", "write synthetic persona timelines (JSON lines) with gold programs and MC questions"),
+    "streams": ("clerk.streams.cli", "generate a foundational-vs-noise stream (SPEC §3)"),
+    "eviction-study": ("clerk.streams.cli", "replay streams under eviction policies (SPEC §3)"),
+    "build-sft": ("clerk.sft.cli", "turn training timelines into the chat-messages SFT dataset"),
+    "materialize-model": ("clerk.models.cli", "turn a base-model spec into resources/models/<name>/ (safetensors + tokenizer + source.json)"),
+    "train": ("clerk.train.cli", "LoRA SFT (TRL SFTTrainer + PEFT) of a base model on the CLERK SFT dataset"),
+    "bench-train": ("clerk.train.cli", "benchmark training throughput per precision mode (fp32, bf16-frozen, bf16-autocast)"),
+    "learning-curve": ("clerk.evaluate.curve", "validation op-F1 of a run's adapter snapshots (the learning curve)"),
+    "evaluate": ("clerk.evaluate.cli", "replay timelines through memory systems; write predictions, ledger metrics and a summary"),
+    "erasure": ("clerk.evaluate.cli", "the erasure study: replay forget timelines; leak rate and forgotten-fact accuracy per system"),
+    "read-cost": ("clerk.evaluate.cli", "read tokens per question by session index for each memory view (tokenizer only)"),
+    "bench-scoring": ("clerk.scoring.bench", "time shared-prefix vs naive multiple-choice scoring on a model"),
+    "locomo": ("clerk.locomo.cli", "LoCoMo-MC10 zero-shot transfer: load, subset and evaluate memory systems"),
+    "locomo-inspect": ("clerk.locomo.cli", "print conversations, sessions, turns and question counts per corrected category"),
+    "table-locomo": ("clerk.report.locomo", "table 2: LoCoMo accuracy per system and category, aggregated over seeds"),
+    "bench-locomo-prefix": ("clerk.locomo.cli", "prefill tokens and seconds per question for full-context reading with and without prefix reuse"),
+    "render-paper": ("clerk.report.cli", "fill the paper template from numbers.json and includes"),
+    "environment": ("clerk.report.cli", "Markdown table of code version, packages and device"),
+    "table-systems": ("clerk.report.cli", "per-seed and seed-aggregated memory-system table (tables 1, 3)"),
+    "table-eviction": ("clerk.report.cli", "eviction study aggregated over seeds (table 4)"),
+    "table-erasure": ("clerk.report.cli", "erasure study aggregated over seeds (table 5)"),
+    "table-read-cost": ("clerk.report.cli", "read tokens per question by session and view, over seeds"),
+    "table-benchmarks": ("clerk.report.cli", "wall time, CPU time and memory per workflow stage"),
+    "table-setup": ("clerk.report.cli", "the experimental setup as recorded in the result files"),
+    "locomo-status": ("clerk.report.cli", "the paper paragraph stating that LoCoMo was not run"),
+    "figure": ("clerk.report.cli", "one paper figure as PDF + PNG (deterministic bytes)"),
+    "table-paired": ("clerk.report.paired", "paired differences clerk - every other system, with intervals"),
+    "numbers": ("clerk.provenance.cli", "resolve paper/numbers.yaml into results/numbers.json"),
+    "manifest": ("clerk.provenance.cli", "sha256 manifest of results/ with Snakemake's records"),
+    "trace": ("clerk.provenance.cli", "walk a number or file back through rules and inputs"),
+    "verify": ("clerk.provenance.cli", "re-hash the manifest and check every number in the paper"),
+    "compare": ("clerk.provenance.cli", "shipped vs rerun: the paper's claims, then every paper number and table cell"),
+    "forget": ("clerk.store.cli", "erase a subject's predicate (every value it held) or the whole subject from a store"),
+    "stress-forget": ("clerk.store.cli", "race consolidation workers against forgetters on one store; count resurrections"),
+}
 
 
-def make_parser(suppress_defaults: bool = False) -> argparse.ArgumentParser:
-    """Build the top-level parser with one sub-command per pipeline verb, each with ``--config``.
+def make_parser(suppress_defaults: bool = False, verbs: Iterable[str] | None = None) -> argparse.ArgumentParser:
+    """The top-level parser: one sub-command per verb of :data:`VERBS`, each with ``--config``.
 
+    Only the modules of ``verbs`` (every verb's when ``None``) are imported and register their
+    verbs in full; every other verb is listed by name and help line only, for ``clerk --help``.
     With ``suppress_defaults`` no option has a default, so a parse holds only the flags given
     (:func:`given_flags`).
+
+    Raises:
+        ModuleNotFoundError: a verb's module does not exist (never hidden).
+        RuntimeError: a module registers a verb :data:`VERBS` does not map to it, or misses one.
     """
     parser = argparse.ArgumentParser(
         prog="clerk",
         description="CLERK: fixed-budget write-time ledger memory. One verb per pipeline stage.",
     )
     sub = parser.add_subparsers(dest="verb", metavar="VERB", required=True)
-    for name in _MODULES:
+    modules = dict.fromkeys(VERBS[verb][0] for verb in (VERBS if verbs is None else verbs))
+    for name in modules:
+        before = set(sub.choices)
         importlib.import_module(name).register_cli(sub)
-    for verb in sub.choices.values():
-        # A required option may come from --config instead: checked after the merge (main).
-        verb.clerk_required = [a for a in verb._actions if a.required and a.option_strings]
-        for action in verb.clerk_required:
-            action.required = False
-        verb.add_argument("--config", dest="config_json", metavar="JSON", default=None,
-                          help="the verb's options as a JSON object (or a .json file) keyed by option name, "
-                          "e.g. '{\"max_steps\": 8}'; flags given on the command line win (default: none)")
-        if suppress_defaults:
-            for action in verb._actions:
-                action.default = argparse.SUPPRESS
-            verb._defaults.clear()
+        added = set(sub.choices) - before
+        listed = {verb for verb, (module, _) in VERBS.items() if module == name}
+        if added != listed:
+            raise RuntimeError(f"{name} registers the verbs {sorted(added)}, but clerk.cli.VERBS maps "
+                               f"{sorted(listed)} to it")
+    for verb, (_, line) in VERBS.items():
+        if verb not in sub.choices:  # not loaded: a line of `clerk --help`, never parsed further
+            sub.add_parser(verb, help=line, add_help=False)
+    order = list(VERBS)
+    sub._choices_actions.sort(key=lambda action: order.index(action.dest))
+    for name in modules:
+        for verb, (module, _) in VERBS.items():
+            if module == name:
+                add_config_option(sub.choices[verb], suppress_defaults)
     return parser
 
 
@@ -86,210 +116,26 @@ def verb_parser(parser: argparse.ArgumentParser, verb: str) -> argparse.Argument
     return sub.choices[verb]
 
 
+def _chosen(argv: list[str]) -> list[str]:
+    """The verb of a command line (its first word that is not an option), if it is one; else none."""
+    word = next((arg for arg in argv if not arg.startswith("-")), None)
+    return [word] if word in VERBS else []
+
+
 def given_flags(argv: list[str] | None) -> set[str]:
     """The option names (``dest``) given on the command line ``argv`` (not defaulted)."""
-    return set(vars(make_parser(suppress_defaults=True).parse_args(argv))) - {"verb"}
-
-
-def _load_config_json(text: str) -> dict[str, Any]:
-    """``--config``: a JSON object, or the path of a file holding one."""
-    if not text.lstrip().startswith("{") and Path(text).is_file():
-        text = Path(text).read_text(encoding="utf-8")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise UserError(f"--config must be a JSON object or a .json file, got {text[:80]!r} ({err})") from None
-    if not isinstance(data, dict):
-        raise UserError(f"--config must be a JSON object, got {type(data).__name__}: {data!r}")
-    return data
-
-
-def _config_value(action: argparse.Action, key: str, value: Any) -> Any:
-    """A ``--config`` value checked against (and converted like) the flag it stands for."""
-    where = f"--config key {key!r} (flag {'/'.join(action.option_strings)})"
-    if action.nargs == 0 or isinstance(action, argparse.BooleanOptionalAction):
-        if type(value) is not bool:
-            raise UserError(f"{where}: expected true or false, got {value!r}")
-        return value
-    if action.nargs in ("+", "*") or isinstance(action, argparse._AppendAction):
-        if not isinstance(value, list) or (action.nargs == "+" and not value):
-            raise UserError(f"{where}: expected a {'non-empty ' if action.nargs == '+' else ''}list, got {value!r}")
-        return [_scalar_value(action, where, item) for item in value]
-    if value is None and action.default is None:
-        return None
-    return _scalar_value(action, where, value)
-
-
-def _scalar_value(action: argparse.Action, where: str, value: Any) -> Any:
-    kind = action.type
-    if kind is int and (type(value) is not int):
-        raise UserError(f"{where}: expected an integer, got {value!r}")
-    if kind is float:
-        if type(value) not in (int, float):
-            raise UserError(f"{where}: expected a number, got {value!r}")
-        value = float(value)
-    elif kind is None and not isinstance(value, str):
-        raise UserError(f"{where}: expected a string, got {value!r}")
-    elif kind not in (int, float, None):  # a converter (e.g. a comma list): text goes through it
-        if isinstance(value, str):
-            value = kind(value)
-        elif isinstance(value, list):
-            value = tuple(value)
-    if action.choices is not None and value not in action.choices:
-        raise UserError(f"{where}: expected one of {', '.join(map(str, action.choices))}, got {value!r}")
-    return value
-
-
-def apply_config_json(args: argparse.Namespace, parser: argparse.ArgumentParser, given: set[str]) -> None:
-    """Set ``args`` from its ``--config`` object, but for the flags in ``given`` (the command line
-    wins). Every key must be an option of the verb.
-
-    Raises:
-        UserError: not a JSON object, an unknown key, a value of the wrong type or choice.
-    """
-    data = _load_config_json(args.config_json)
-    actions = {a.dest: a for a in parser._actions
-               if a.option_strings and a.dest not in ("help", "config_json")}
-    unknown = sorted(set(data) - set(actions))
-    if unknown:
-        raise UserError(f"--config: unknown key(s) {', '.join(map(repr, unknown))} for clerk {args.verb}; "
-                        f"allowed: {', '.join(sorted(actions))}")
-    for key, value in data.items():
-        if key not in given:
-            setattr(args, key, _config_value(actions[key], key, value))
-
-
-def _input_errors() -> tuple[type[BaseException], ...]:
-    """What reading a bad input file raises where a verb reads it without a check of its own: an
-    unreadable path, bytes that are not UTF-8, text that is not JSON, YAML or CSV."""
-    errors: list[type[BaseException]] = [UnicodeError, json.JSONDecodeError, IsADirectoryError, NotADirectoryError,
-                                         FileNotFoundError, PermissionError]
-    if "yaml" in sys.modules:
-        errors.append(sys.modules["yaml"].YAMLError)
-    if "pandas" in sys.modules:
-        errors += [sys.modules["pandas"].errors.EmptyDataError, sys.modules["pandas"].errors.ParserError]
-    return tuple(errors)
-
-
-def _path_arguments(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[tuple[str, str]]:
-    """(how the user wrote the argument, value) of every string argument of the verb, in order."""
-    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[args.verb]
-    out = []
-    for action in sub._actions:
-        value = getattr(args, action.dest, None)
-        name = action.option_strings[-1] if action.option_strings else action.dest.upper()
-        for item in value if isinstance(value, list) else [value]:
-            if isinstance(item, str) and item:
-                out.append((name, item))
-    return out
-
-
-def _culprit(err: BaseException, candidates: list[tuple[str, str]]) -> tuple[str, str] | None:
-    """The argument whose file ``err`` came from, when it can be told."""
-    filename = getattr(err, "filename", None)
-    if isinstance(filename, (str, Path)):
-        target = Path(filename)
-        for name, value in candidates:
-            if Path(value) == target or Path(value) in target.parents:
-                return name, value
-        return None
-    for name, value in candidates:
-        path = Path(value)
-        try:
-            if not path.is_file() or path.stat().st_size > 1 << 28:
-                continue
-            data = path.read_bytes()
-        except (OSError, ValueError):
-            continue
-        if isinstance(err, UnicodeDecodeError):
-            try:
-                data.decode("utf-8")
-            except UnicodeDecodeError:
-                return name, value
-        elif isinstance(err, json.JSONDecodeError):
-            text = data.decode("utf-8", "replace")
-            if (err.doc and err.doc in text) or (not err.doc.strip() and not text.strip()):
-                return name, value
-    return None
-
-
-def _input_error_line(err: BaseException, parser: argparse.ArgumentParser, args: argparse.Namespace) -> str:
-    """One line for an input error: the argument, its value and what is wrong with it."""
-    if isinstance(err, UnicodeDecodeError):
-        what = "must be UTF-8 text; it is not"
-    elif isinstance(err, UnicodeEncodeError):
-        what = "must be valid UTF-8 text (the argument holds bytes that are not UTF-8)"
-    elif isinstance(err, json.JSONDecodeError):
-        what = f"must be valid JSON; it is not (line {err.lineno} column {err.colno}: {err.msg}; empty or truncated?)"
-    elif isinstance(err, OSError):
-        what = f"cannot be used: {err.strerror or err}"
-        if isinstance(err, IsADirectoryError):
-            what = "must be a file, but it is a folder"
-        elif isinstance(err, NotADirectoryError):
-            what = "must be a folder (or lie in one), but a part of it is a file"
-        elif isinstance(err, FileNotFoundError):
-            what = "does not exist"
-    else:
-        what = f"cannot be read: {type(err).__name__}: {' '.join(str(err).split())}"
-    candidates = _path_arguments(parser, args)
-    if isinstance(err, UnicodeEncodeError):
-        bad = next(((n, v) for n, v in candidates if not _encodes(v)), None)
-        culprit = bad
-    else:
-        culprit = _culprit(err, candidates)
-    if culprit is None:
-        line = f"an input {what} ({type(err).__name__}; CLERK_TRACEBACK=1 shows where)"
-    else:
-        line = f"{culprit[0]} {culprit[1]!r} {what}"
-    return line if len(line) <= 400 else line[:397] + "..."
-
-
-def _name_argument(message: str, parser: argparse.ArgumentParser, args: argparse.Namespace) -> str:
-    """``message`` led by the argument it is about, when it names a value of one but no option
-    (a library error such as "'x.json': not a stream" becomes "--streams: 'x.json': not a stream")."""
-    if re.search(r"(^|[\s(])--[a-z]", message):  # names an option already
-        return message
-    named = [name for name, value in _path_arguments(parser, args)
-             if len(value) > 1 and value in message and (os.sep in value or Path(value).is_file())]
-    return f"{named[0]}: {message}" if named else message
-
-
-def _encodes(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    argv = list(argv) if argv is not None else sys.argv[1:]
+    parser = make_parser(suppress_defaults=True, verbs=_chosen(argv))
+    return set(vars(parser.parse_args(argv))) - {"verb"}
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Parse ``argv`` and run the chosen verb; user errors exit with status 2 and one message.
-
-    A user error is a :class:`UserError`, or an input file that a verb read without a check of its
-    own and found unreadable, not UTF-8 or not JSON/YAML/CSV (:func:`_input_errors`): one line
-    naming the argument when it can be told (``CLERK_TRACEBACK=1`` re-raises, for debugging).
-    """
-    parser = make_parser()
+    """Parse ``argv`` and run the chosen verb (:func:`clerk.command.run`), importing only the
+    module that owns it; user errors exit with status 2 and one message."""
+    argv = list(argv) if argv is not None else sys.argv[1:]
+    parser = make_parser(verbs=_chosen(argv))
     args = parser.parse_args(argv)
-    try:
-        apply_reproducible_numerics()  # before any verb imports torch (docs/DECISIONS.md, "Reproducible CPU numerics")
-        verb = verb_parser(parser, args.verb)
-        if args.config_json is not None:
-            apply_config_json(args, verb, given_flags(argv))
-        missing = [a for a in verb.clerk_required if getattr(args, a.dest, None) is None]
-        if missing:
-            verb.error("the following arguments are required (as flags or --config keys): "
-                       + ", ".join(f"{'/'.join(a.option_strings)} ({a.dest})" for a in missing))
-        args.func(args)
-    except UserError as err:
-        print(f"clerk {args.verb}: error: {_name_argument(' '.join(str(err).splitlines()), parser, args)}",
-              file=sys.stderr)
-        raise SystemExit(2) from None
-    except Exception as err:
-        if not isinstance(err, _input_errors()) or os.environ.get("CLERK_TRACEBACK"):
-            raise
-        print(f"clerk {args.verb}: error: {_input_error_line(err, parser, args)}", file=sys.stderr)
-        raise SystemExit(2) from None
+    run(parser, args, given_flags(argv) if args.config_json is not None else set())
 
 
 if __name__ == "__main__":

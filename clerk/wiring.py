@@ -50,12 +50,12 @@ def benchmark_path(rule: str, stem: str | None = None) -> str:
 #: The paper's figures: name (the {figure} wildcard, results/figures/<name>.{pdf,png}) -> the
 #: ``clerk figure`` kind, its input files (patterns over {seed}) and the config keys it takes.
 FIGURES = {
-    "read_cost": {"kind": "read-cost", "inputs": ["results/read_cost.csv"], "code": ["report"]},
-    "accuracy_by_type": {"kind": "accuracy", "inputs": ["results/table1_seeds.csv"], "code": ["report"]},
-    "eviction": {"kind": "eviction", "inputs": ["results/table4.csv"], "code": ["report", "streams"]},
-    "loss": {"kind": "loss", "inputs": ["results/train/{seed}"], "code": ["report"]},
-    "state_f1": {"kind": "state-f1", "inputs": ["results/eval/{seed}/test/ledgers.jsonl"], "code": ["report"]},
-    "learning_curve": {"kind": "learning-curve", "inputs": ["results/curve/learning_curve.csv"], "code": ["report"]},
+    "read_cost": {"kind": "read-cost", "inputs": ["results/read_cost.csv"]},
+    "accuracy_by_type": {"kind": "accuracy", "inputs": ["results/table1_seeds.csv"]},
+    "eviction": {"kind": "eviction", "inputs": ["results/table4.csv"]},
+    "loss": {"kind": "loss", "inputs": ["results/train/{seed}"]},
+    "state_f1": {"kind": "state-f1", "inputs": ["results/eval/{seed}/test/ledgers.jsonl"]},
+    "learning_curve": {"kind": "learning-curve", "inputs": ["results/curve/learning_curve.csv"]},
 }
 #: The paper's includes (clerk render-paper --include NAME=FILE), but LoCoMo's (table 2 or the
 #: not-run note, decided by the config).

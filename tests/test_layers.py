@@ -52,7 +52,7 @@ STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("locomo", ("clerk.locomo",)),
     ("report", ("clerk.report",)),
     ("store", ("clerk.store",)),
-    ("entry", ("clerk.cli", "clerk.config", "clerk.wiring")),
+    ("entry", ("clerk.cli", "clerk.command", "clerk.config", "clerk.wiring")),
 )
 
 

@@ -11,7 +11,8 @@ Modules: :mod:`~clerk.provenance.files` (sha256 of files and directories, JSON f
 :mod:`~clerk.provenance.manifest` (manifest.json) · :mod:`~clerk.provenance.verify` (trace and
 verify) · :mod:`~clerk.provenance.compare` (a rerun against the shipped results, with the
 tolerances of ``paper/tolerances.yaml``) · :mod:`~clerk.provenance.cells` (rows matched by key) ·
-:mod:`~clerk.provenance.claims` (the paper's claims) · :mod:`~clerk.provenance.cli` (the verbs).
+:mod:`~clerk.provenance.claims` (the paper's claims) · :mod:`~clerk.provenance.code_inputs` (a
+rule's code inputs: the modules its verb imports) · :mod:`~clerk.provenance.cli` (the verbs).
 
     clerk numbers --spec paper/numbers.yaml --out results/numbers.json
     clerk manifest --root results --extra paper/paper.md --out results/manifest.json

@@ -14,6 +14,8 @@ from snakemake.exceptions import WorkflowError
 
 from clerk.config import validate_config
 from clerk.models.device import nvidia_gpu_visible
+from clerk.cli import VERBS
+from clerk.provenance.code_inputs import module_code
 from clerk.wiring import (
     EVAL_SPLITS,
     FIGURES,
@@ -143,25 +145,17 @@ def rule_resources(name):
     return resources
 
 
-def code(*modules):
-    """Library files a job runs; declared as inputs so that a code change reruns the job.
-
-    A name is a module (``clerk/<name>.py``) or a package (every ``clerk/<name>/*.py``).
-    Every job runs the ledger: ``clerk/ledger.py`` and the modules it is built from.
+def code(verb):
+    """The library files a job of `clerk VERB` runs, declared as its inputs so that a change to
+    one of them, and only to one of them, reruns the job: the clerk modules the verb's command
+    imports (clerk.cli.VERBS names its module), read from the source once per workflow load
+    (clerk.provenance.code_inputs).
     """
-    files = []
-    for name in ("ledger", "slots", "ledger_text", "form", "cli", *modules):
-        package = Path("clerk") / name
-        if package.is_dir():
-            files += sorted(str(path) for path in package.glob("*.py"))
-        else:
-            files.append(f"clerk/{name}.py")
-    return files
-
-
-def get_memory_code(wildcards):
-    """The memory-system package (registry and one file per system)."""
-    return sorted(str(p) for p in Path("clerk/memory").glob("*.py"))
+    if verb not in VERBS:
+        raise WorkflowError(
+            f"code({verb!r}): not a clerk verb; known: {', '.join(VERBS)}"
+        )
+    return module_code(VERBS[verb][0])
 
 
 # The built-in phrasing data (the catalogue, its wordings and the open world's key space).
@@ -300,7 +294,7 @@ def reader_inputs(wildcards):
 
 def get_model_inputs(wildcards):
     """The scratch model trains its tokenizer on the first seed's training split."""
-    inputs = {"code": code("models", "prompts")}
+    inputs = {"code": code("materialize-model")}
     if config["model"]["kind"] == "scratch":
         inputs["timelines"] = f"results/data/{SEEDS[0]}/train.jsonl"
     return inputs
@@ -341,12 +335,11 @@ def get_final_output():
 
 
 def get_locomo_inputs(wildcards):
-    """Model, code and memory systems; the data file when configured; the seed's policy adapter
+    """Model and code; the data file when configured; the seed's policy adapter
     for the per-seed job (none for the once-per-run job: its systems never read it)."""
     inputs = {
         "model": MODEL_DIR,
-        "code": code("locomo", "evaluate", "metrics", "scoring", "models", "prompts"),
-        "systems": get_memory_code(wildcards),
+        "code": code("locomo"),
     }
     if config["locomo"]["path"]:
         inputs["data"] = config["locomo"]["path"]

@@ -3,7 +3,7 @@
 
 rule generate:
     input:
-        code=code("generator", "prompts"),
+        code=code("generate"),
         phrasings=get_phrasings,
     output:
         timelines="results/data/{seed}/{split}.jsonl",
@@ -26,7 +26,7 @@ rule generate:
 # conversations over composed keys, mixed into the SFT sets below.
 rule generate_open:
     input:
-        code=code("generator", "prompts"),
+        code=code("generate"),
         phrasings=BUILTIN_PHRASINGS,
     output:
         timelines="results/data/{seed}/open_train.jsonl",
@@ -50,8 +50,7 @@ rule build_sft:
         timelines=get_sft_timelines,
         # The tokenizer sizes the transcript views of the reader's ANSWER examples.
         model=MODEL_DIR,
-        code=code("sft", "prompts", "program"),
-        systems=get_memory_code,
+        code=code("build-sft"),
     output:
         sft=directory("results/sft/{seed}"),
     log:
@@ -75,8 +74,7 @@ rule build_sft_reader:
     input:
         timelines=get_sft_timelines,
         model=MODEL_DIR,
-        code=code("sft", "prompts", "program"),
-        systems=get_memory_code,
+        code=code("build-sft"),
     output:
         sft=directory("results/sft_reader/{seed}"),
     log:

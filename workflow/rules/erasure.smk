@@ -4,7 +4,7 @@
 
 rule generate_forget:
     input:
-        code=code("generator", "prompts", "scrub"),
+        code=code("generate"),
         phrasings=get_phrasings,
     output:
         timelines="results/data/{seed}/forget.jsonl",
@@ -29,17 +29,7 @@ rule erasure:
         timelines="results/data/{seed}/forget.jsonl",
         model=MODEL_DIR,
         adapter="results/train/{seed}",
-        code=code(
-            "evaluate",
-            "metrics",
-            "scoring",
-            "models",
-            "prompts",
-            "generator",
-            "scrub",
-            "program",
-        ),
-        systems=get_memory_code,
+        code=code("erasure"),
         phrasings=get_phrasings,
     output:
         metrics="results/erasure/{seed}/metrics.json",
@@ -65,7 +55,7 @@ rule erasure:
 rule table_erasure:
     input:
         metrics=expand("results/erasure/{seed}/metrics.json", seed=SEEDS),
-        code=code("report"),
+        code=code("table-erasure"),
     output:
         csv=report(
             "results/table5.csv",

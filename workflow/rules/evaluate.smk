@@ -7,16 +7,7 @@ rule evaluate:
         timelines="results/data/{seed}/{split}.jsonl",
         model=MODEL_DIR,
         adapter="results/train/{seed}",
-        code=code(
-            "evaluate",
-            "metrics",
-            "scoring",
-            "models",
-            "prompts",
-            "generator",
-            "program",
-        ),
-        systems=get_memory_code,
+        code=code("evaluate"),
         phrasings=get_phrasings,
     output:
         metrics="results/eval/{seed}/{split}/metrics.json",
@@ -45,8 +36,7 @@ rule read_cost:
     input:
         timelines="results/data/{seed}/long.jsonl",
         model=MODEL_DIR,
-        code=code("evaluate", "prompts"),
-        systems=get_memory_code,
+        code=code("read-cost"),
     output:
         csv="results/readcost/{seed}.csv",
     log:

@@ -76,7 +76,7 @@ rule table_locomo:
         metrics=get_locomo_metrics,
         predictions=get_locomo_predictions,
         tolerances="paper/tolerances.yaml",
-        code=code("locomo", "report"),
+        code=code("table-locomo"),
     output:
         csv="results/table2.csv",
         md="results/table2.md",

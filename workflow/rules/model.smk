@@ -24,7 +24,7 @@ rule train:
     input:
         sft="results/sft/{seed}",
         model=MODEL_DIR,
-        code=code("train", "models", "prompts"),
+        code=code("train"),
     output:
         adapter=directory("results/train/{seed}"),
     log:
@@ -53,7 +53,7 @@ rule train_reader:
     input:
         sft="results/sft_reader/{seed}",
         model=MODEL_DIR,
-        code=code("train", "models", "prompts"),
+        code=code("train"),
     output:
         adapter=directory("results/train_reader/{seed}"),
     log:
@@ -80,8 +80,7 @@ rule learning_curve:
         sft=f"results/sft/{CURVE_SEED}",
         model=MODEL_DIR,
         adapter=f"results/train/{CURVE_SEED}",
-        code=code("evaluate", "models", "prompts", "program", "metrics"),
-        systems=get_memory_code,
+        code=code("learning-curve"),
         phrasings=get_phrasings,
     output:
         csv="results/curve/learning_curve.csv",

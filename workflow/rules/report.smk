@@ -15,7 +15,7 @@ report: "../report/workflow.rst"
 rule table_systems:
     input:
         metrics=get_table_metrics,
-        code=code("report"),
+        code=code("table-systems"),
     output:
         csv=report(
             "results/{table}.csv",
@@ -49,7 +49,7 @@ rule table_paired:
             split=EVAL_SPLITS,
         ),
         tolerances="paper/tolerances.yaml",
-        code=code("report"),
+        code=code("table-paired"),
     output:
         csv=report(
             "results/table_paired.csv",
@@ -73,7 +73,7 @@ rule table_paired:
 rule table_eviction:
     input:
         csv=expand("results/eviction/{seed}.csv", seed=SEEDS),
-        code=code("report", "streams"),
+        code=code("table-eviction"),
     output:
         csv=report(
             "results/table4.csv",
@@ -100,7 +100,7 @@ rule table_eviction:
 rule table_read_cost:
     input:
         csv=expand("results/readcost/{seed}.csv", seed=SEEDS),
-        code=code("report"),
+        code=code("table-read-cost"),
     output:
         csv="results/read_cost.csv",
     log:
@@ -124,7 +124,7 @@ rule table_setup:
         train=expand("results/train/{seed}", seed=SEEDS),
         reader=([f"results/train_reader/{READER_SEED}"] if SEPARATE_READER else []),
         streams=expand("results/streams/{seed}.json", seed=SEEDS),
-        code=code("report"),
+        code=code("table-setup"),
     output:
         json="results/setup.json",
         md="results/setup.md",
@@ -145,7 +145,7 @@ rule table_setup:
 rule table_benchmarks:
     input:
         tsv=get_benchmark_inputs,
-        code=code("report"),
+        code=code("table-benchmarks"),
     output:
         csv="results/benchmarks.csv",
         md="results/benchmarks.md",
@@ -169,7 +169,7 @@ rule table_benchmarks:
 rule figure:
     input:
         tables=get_figure_inputs,
-        code=get_figure_code,
+        code=code("figure"),
     output:
         pdf="results/figures/{figure}.pdf",
         png=report(
@@ -198,7 +198,7 @@ rule figure:
 
 rule locomo_status:
     input:
-        code=code("report"),
+        code=code("locomo-status"),
     output:
         md="results/locomo_status.md",
     log:
@@ -224,7 +224,7 @@ rule environment:
         metrics=expand(
             "results/eval/{seed}/{split}/metrics.json", seed=SEEDS, split=EVAL_SPLITS
         ),
-        code=code("report", "provenance", "models"),
+        code=code("environment"),
     output:
         md="results/environment.md",
     log:
@@ -271,7 +271,7 @@ rule numbers:
     input:
         spec="paper/numbers.yaml",
         sources=get_numbers_sources,
-        code=code("provenance"),
+        code=code("numbers"),
     output:
         json="results/numbers.json",
     log:
@@ -292,7 +292,7 @@ rule paper:
         template="paper/template.md",
         numbers="results/numbers.json",
         figures=expand("results/figures/{figure}.png", figure=FIGURES),
-        code=code("report", "provenance"),
+        code=code("render-paper"),
     output:
         md="paper/paper.md",
     log:
@@ -315,7 +315,7 @@ rule manifest:
         paper="paper/paper.md",
         numbers="results/numbers.json",
         targets=get_manifest_inputs,
-        code=code("provenance"),
+        code=code("manifest"),
     output:
         json="results/manifest.json",
     log:

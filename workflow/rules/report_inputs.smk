@@ -43,10 +43,6 @@ def get_figure_inputs(wildcards):
     return files
 
 
-def get_figure_code(wildcards):
-    return code(*FIGURES[wildcards.figure]["code"])
-
-
 def get_figure_config(wildcards):
     return stage_json(config, "figure", figure=wildcards.figure)
 

@@ -24,7 +24,7 @@ rule streams:
 rule eviction_study:
     input:
         stream="results/streams/{seed}.json",
-        code=code("streams"),
+        code=code("eviction-study"),
     output:
         csv="results/eviction/{seed}.csv",
     log:
