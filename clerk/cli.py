@@ -28,6 +28,7 @@ import sys
 from collections.abc import Iterable
 
 from clerk.command import add_config_option, apply_config_json, run
+from clerk.errors import UserError
 
 __all__ = ["VERBS", "apply_config_json", "given_flags", "main", "make_parser", "verb_parser"]
 
@@ -134,7 +135,11 @@ def main(argv: list[str] | None = None) -> None:
     module that owns it; user errors exit with status 2 and one message."""
     argv = list(argv) if argv is not None else sys.argv[1:]
     parser = make_parser(verbs=_chosen(argv))
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except UserError as err:  # a flag's converter refused its text (e.g. --questions abc)
+        print(f"clerk {' '.join(_chosen(argv)) or '?'}: error: {err}", file=sys.stderr)
+        raise SystemExit(2) from None
     run(parser, args, given_flags(argv) if args.config_json is not None else set())
 
 

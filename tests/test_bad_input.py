@@ -338,3 +338,27 @@ class TestNothingChecked:
         code, err = run(["evaluate", "--timelines", bad, "--model", ok["model"], "--systems", "oracle", "--reader",
                          "rule", "--out", tmp_path / "ev", "--quiet"])
         assert_one_line(code, err, "evaluate", "--timelines")
+
+
+class TestGenerateValues:
+    """Values `clerk generate` refused with a traceback, or accepted although the config schema
+    refuses them."""
+
+    @pytest.mark.parametrize("argv", [["--questions", "abc"], ["--config", '{"questions": "abc"}'],
+                                      ["--evict-adds", "3-x"]])
+    def test_a_range_that_is_not_numbers_is_one_line(self, tmp_path, argv):
+        out = tmp_path / "t.jsonl"
+        code, err = run(["generate", "--seed", "1", "--split", "test", "--personas", "1", *argv, "--out", str(out)])
+        assert code == 2
+        assert err.startswith("clerk generate: error: --") and "expected N or LOW-HIGH" in err
+        assert not out.exists()
+
+    def test_a_budget_below_the_initial_facts_is_refused(self, tmp_path):
+        """The config schema's cross check (budget >= init_facts) holds on the command line too."""
+        out = tmp_path / "t.jsonl"
+        code, err = run(["generate", "--seed", "1", "--split", "test", "--personas", "1", "--sessions", "2",
+                         "--budget", "3", "--init-facts", "5", "--out", str(out)])
+        assert code == 2
+        assert err == ("clerk generate: error: budget: 3 is less than init_facts 5 (session 0 states init_facts "
+                       "facts into an empty ledger of budget slots: budget >= init_facts)\n")
+        assert not out.exists()

@@ -12,7 +12,7 @@ from typing import Any
 from clerk.atomic import check_out_file
 from clerk.errors import UserError
 from clerk.eval_sections import ErasureSection
-from clerk.generator.config import WORLDS, DataSection, GeneratorConfig, SplitSection
+from clerk.generator.config import WORLDS, DataSection, GeneratorConfig, SplitSection, count_range
 from clerk.generator.files import timeline_stats, write_timelines
 from clerk.generator.open_world import generate_open
 from clerk.generator.timelines import generate_from_config
@@ -59,23 +59,10 @@ def _evict_adds(value: str | tuple | list) -> tuple[int, int]:
 def _pair(value: str | tuple | list, name: str) -> tuple[int, int]:
     """A count range from ``"LOW-HIGH"`` text or a ``[low, high]`` pair; ``name`` is the option's dest."""
     if isinstance(value, str):
-        return _count_range(value, "--" + name.replace("_", "-"))
+        return count_range(value, "--" + name.replace("_", "-"))
     if len(value) != 2 or not all(type(v) is int for v in value):
         raise UserError(f"{name} must be a [low, high] pair of whole numbers, got {list(value)!r}")
     return int(value[0]), int(value[1])
-
-
-def _count_range(text: str, flag: str) -> tuple[int, int]:
-    """``"1-3"`` -> ``(1, 3)``; ``"3"`` -> ``(3, 3)``.
-
-    >>> _count_range("2-3", "--questions"), _count_range("3", "--questions")
-    ((2, 3), (3, 3))
-    """
-    low, _, high = text.partition("-")
-    try:
-        return int(low), int(high or low)
-    except ValueError:
-        raise UserError(f"{flag}: expected N or LOW-HIGH (whole numbers), got {text!r}") from None
 
 
 def register_cli(sub: Any) -> None:

@@ -83,6 +83,9 @@ class GeneratorConfig:
                 raise UserError(f"{name} must be {expected}, got {value!r}")
         if self.world not in WORLDS:
             raise UserError(f"world must be one of {', '.join(WORLDS)}, got {self.world!r}")
+        if self.world == "closed" and self.budget < self.n_init:
+            raise UserError(f"budget: {self.budget} is less than init_facts {self.n_init} (session 0 states init_facts "
+                            "facts into an empty ledger of budget slots: budget >= init_facts)")
         if type(self.compose) not in (int, float) or not 0 <= self.compose <= 1:
             raise UserError(f"compose must be a number from 0 to 1, got {self.compose!r}")
         if type(self.forgets) is not int or not 0 <= self.forgets <= self.sessions - 1:
@@ -112,7 +115,7 @@ class SplitSection:
     sessions: int = setting(help="sessions per persona (session 0 states facts)", minimum=2, verbs=("generate",))
     questions: tuple[int, int] = setting(
         (1, 3), help="questions per session >= 1, [low, high] with low <= high, drawn uniformly (SPEC §2: within 1-3)",
-        items=_RANGE, verbs=("generate",), flag_type=lambda text: _flag_pair(text, "--questions"), metavar="LOW-HIGH")
+        items=_RANGE, verbs=("generate",), flag_type=lambda text: count_range(text, "--questions"), metavar="LOW-HIGH")
     evict_personas: int = setting(
         0, help="eviction-pressure slice: this many extra personas after the regular ones, each with evict_adds ADDs "
         "per session and no questions (scored for their edits only, never read); 0 = none, the split's file unchanged",
@@ -120,7 +123,7 @@ class SplitSection:
     evict_adds: tuple[int, int] = setting(
         (3, 4), help="ADDs per session of each slice persona, [low, high] with 0 <= low <= high, drawn uniformly "
         "(needs evict_personas >= 1)", items={"type": "integer", "minimum": 0}, verbs=("generate",),
-        flag_type=lambda text: _flag_pair(text, "--evict-adds"), metavar="LOW-HIGH")
+        flag_type=lambda text: count_range(text, "--evict-adds"), metavar="LOW-HIGH")
     compose: float = setting(
         0.0, help="compositional wording (clerk.generator.compose): each rewrite of a user line (opener, two facts "
         "in one line, an in-line correction, a fact about someone else) is tried with this probability; the facts "
@@ -162,10 +165,10 @@ class DataSection:
         metavar="FILE")
 
 
-def _flag_pair(text: str, flag: str) -> tuple[int, int]:
+def count_range(text: str, flag: str) -> tuple[int, int]:
     """``"1-3"`` -> ``(1, 3)``; ``"3"`` -> ``(3, 3)`` (a count range given as a flag).
 
-    >>> _flag_pair("2-3", "--questions"), _flag_pair("3", "--questions")
+    >>> count_range("2-3", "--questions"), count_range("3", "--questions")
     ((2, 3), (3, 3))
     """
     low, _, high = text.partition("-")
