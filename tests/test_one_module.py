@@ -32,6 +32,7 @@ NOT_THE_SYSTEM: dict[tuple[str, str], str] = {
     ("clerk/evaluate/erasure.py", "clerk"): "the package's version key beside the systems' versions in metrics.json",
     ("clerk/locomo/cli.py", "clerk"): "the package's version key beside the systems' versions in metrics.json",
     ("clerk/report/paper.py", "clerk"): "the package's version (row label and key) in the paper's code table",
+    ("clerk/provenance/code_inputs.py", "clerk"): "the package directory whose imports are read",
     ("clerk/report/figures.py", "clerk"): "the SVG hash salt and the PDF creator/producer (the program)",
     # Ordinary words.
     ("clerk/train/config.py", "full"): "a loss head (the full vocabulary logits), not the full-transcript system",

@@ -96,7 +96,7 @@ class TestDryRuns:
         assert {(a["reader_adapter"], a["reader_model"], a["reader_pmi"]) for a in reads} == {
             (f"results/train_reader/{reader_seed}", "reader", config["evaluate"]["reader_pmi"])}
         (curve,) = shell_commands(out, "learning-curve")
-        assert curve["adapter"] == f"results/train/{seeds[0]}" and curve["sessions"] == config["train"]["curve_sessions"]
+        assert curve["adapter"] == f"results/train/{seeds[0]}" and curve["curve_sessions"] == config["train"]["curve_sessions"]
 
     def test_learning_curve_target_lists_only_its_ancestors(self):
         """The learning-curve figure needs one seed's data, SFT set, training run and curve, nothing else."""

