@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from clerk.errors import UserError
+from clerk.locomo.config import LocomoSection
 from clerk.memory.registry import LOCOMO, MEMORY_REGISTRY
 
 #: Corrected category names, in the LoCoMo paper's order (tables use this order).
@@ -131,8 +132,8 @@ class LocomoConfig:
     """
 
     path: str | None = None
-    download: bool = False
-    max_questions: int = 0
+    download: bool = LocomoSection.download  # the locomo section's defaults (one default each)
+    max_questions: int = LocomoSection.max_questions
     seed: int = 0
     mc_seed: int = 0
     systems: tuple[str, ...] = LOCOMO_SYSTEMS

@@ -37,16 +37,17 @@ from typing import Any
 
 from clerk.errors import UserError
 from clerk.form import LedgerForm, normalise_subject
+from clerk.locomo.config import LocomoSection
 from clerk.locomo.data import CATEGORIES, Conversation, Question, Session, as_chat_turns
 from clerk.memory.base import EvalConfig, Runtime
 
 #: ``role`` of the leading pseudo-turn that carries a session's date (see :func:`session_record`).
 DATE_ROLE = "date"
-#: Ledger budget B on LoCoMo when none is given (config ``locomo.budget``): the synthetic default.
-DEFAULT_BUDGET = 12
+#: Ledger budget B on LoCoMo when none is given: the locomo section's default (one default each).
+DEFAULT_BUDGET = LocomoSection.budget
 #: The ledger form of the ledger systems on LoCoMo (:class:`LocomoEvalConfig` ``ledger``).
 LEDGER_FORMS = ("open", "closed")
-DEFAULT_LEDGER = "closed"
+DEFAULT_LEDGER = LocomoSection.ledger
 #: Summaries the ``summary-rag`` view retrieves per question by default.
 DEFAULT_SUMMARY_K = 3
 #: Non-adversarial categories; ``accuracy`` is over these, adversarial questions are reported apart.

@@ -46,6 +46,7 @@ from clerk import prompts
 from clerk.errors import UserError
 from clerk.form import LedgerForm, timeline_form
 from clerk.program import render_program
+from clerk.sft.config import SFTSection
 
 TASKS = ("consolidate", "answer")
 SPLITS = ("train", "validation")
@@ -68,8 +69,8 @@ class SFTDataConfig:
     """
 
     seed: int
-    answer_ratio: float = 0.5
-    val_fraction: float = 0.1
+    answer_ratio: float = SFTSection.answer_ratio  # the sft section's defaults (one default each)
+    val_fraction: float = SFTSection.val_fraction
     answer_views: dict[str, float] = field(default_factory=lambda: {"ledger": 1.0})
     evict_weight: int = 1
 

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from clerk.errors import UserError
+from clerk.streams.config import StreamsSection
 
 #: Spaced-repetition offsets (turns after registration) of the successive recalls of a fact.
 BASE_OFFSETS = (3, 8, 20, 45, 90, 150)
@@ -69,10 +70,11 @@ class StreamConfig:
         UserError: a knob is not an int in its range (names the field, the range and the value).
     """
 
-    length: int = 100
-    num_foundational: int = 10
-    recalls_per_foundational: int = 4
-    noise_per_turn: int = 3
+    # The streams section's defaults (one default each).
+    length: int = StreamsSection.length
+    num_foundational: int = StreamsSection.foundational
+    recalls_per_foundational: int = StreamsSection.recalls
+    noise_per_turn: int = StreamsSection.noise
 
     def __post_init__(self) -> None:
         check_int("length", self.length, 1)
