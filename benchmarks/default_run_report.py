@@ -21,9 +21,25 @@ import csv
 import json
 from pathlib import Path
 
+#: Training FLOPs per token of the default recipe (SmolLM2-135M, LoRA r 16 on all 7 projections,
+#: frozen base: forward + input gradients + LoRA + attention at ~250 tokens); the speed issue's figure.
+GFLOP_PER_TRAINED_TOKEN = 0.49
 
-def _train_rows(run: Path) -> list[str]:
-    """Steps, tokens and seconds from each adapter's metrics.json; the loss of the last logged step.
+
+def _cpus(run: Path) -> list[str]:
+    """The CPU kinds the adapters were trained on (``train_config.json``'s numerics record)."""
+    kinds = set()
+    for path in run.glob("results/train*/*/train_config.json"):
+        cpu = (json.loads(path.read_text()).get("numerics") or {}).get("cpu")
+        if cpu:
+            kinds.add(cpu)
+    return sorted(kinds)
+
+
+def _train_rows(run: Path, gemm_gflops: float | None = None) -> list[str]:
+    """Steps, tokens and seconds from each adapter's metrics.json; the loss of the last logged step;
+    with ``gemm_gflops`` (the machine's GEMM rate at the model's shapes, measured with
+    ``benchmarks/profile_ops.py gemm``) the share of it the training reached.
 
     ``results/train`` holds the policy adapters and ``results/train_reader`` (where the run has one
     reader adapter per seed) the readers'."""
@@ -38,8 +54,9 @@ def _train_rows(run: Path) -> list[str]:
         resolved = json.loads(config.read_text()) if config.is_file() else {}
         precision = resolved.get("precision", "fp32")
         units = {True: "yes", False: "no"}.get(resolved.get("bf16_units"), "not recorded")
+        share = f"{tokens / seconds * GFLOP_PER_TRAINED_TOKEN / gemm_gflops:.0%}" if gemm_gflops else "not measured"
         rows.append(f"| {role} | {path.parent.name} | {precision} | {units} | {metrics['steps']} | {tokens} | "
-                    f"{seconds:.0f} | {tokens / seconds:.0f} | {float(last['loss']):.3f} (step {last['step']}) |")
+                    f"{seconds:.0f} | {tokens / seconds:.0f} | {share} | {float(last['loss']):.3f} (step {last['step']}) |")
     return rows
 
 
@@ -103,6 +120,9 @@ def main() -> None:
     parser.add_argument("--cached", default="nothing (pip packages only)", help="what existed before")
     parser.add_argument("--notes", default=None,
                         help="hand-written notes appended verbatim (how the run was made, what changed)")
+    parser.add_argument("--gemm-gflops", type=float, default=None, metavar="RATE",
+                        help="this machine's GEMM rate at the model's shapes in the training precision "
+                             "(GFLOP/s, `benchmarks/profile_ops.py gemm`): adds the share of it training reached")
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     run = Path(args.run)
@@ -131,9 +151,14 @@ def main() -> None:
         "",
         "## Training throughput (LoRA SFT on CPU; precision as resolved on this machine, `train_config.json`)",
         "",
-        "| adapter | seed | precision | CPU bf16 units | steps | tokens seen | seconds | tokens/s | last logged loss |",
-        "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: |",
-        *_train_rows(run),
+        f"CPU: {', '.join(_cpus(run)) or 'not recorded'}. Share of GEMM rate: tokens/s x "
+        f"{GFLOP_PER_TRAINED_TOKEN} GFLOP a token over "
+        + (f"{args.gemm_gflops:g} GFLOP/s, this machine's GEMM rate at the model's shapes "
+           "(`benchmarks/profile_ops.py gemm`)." if args.gemm_gflops else "a GEMM rate not measured for this run."),
+        "",
+        "| adapter | seed | precision | CPU bf16 units | steps | tokens seen | seconds | tokens/s | share of GEMM rate | last logged loss |",
+        "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        *_train_rows(run, args.gemm_gflops),
         "",
         "## Evaluation throughput (questions answered per second of each system's wall time)",
         "",

@@ -340,6 +340,28 @@ class TestGreedyGenerate:
         assert batched == single
         assert len(set(batched)) > 1  # the outputs depend on the prompt, so order is really checked
 
+    def test_dropping_finished_rows_changes_no_output(self, loaded, timelines, monkeypatch):
+        """Rows that finish early are dropped from the batch (cache, mask, positions), and every
+        row's tokens equal its tokens decoded alone."""
+        from clerk.models import decoding
+
+        model, tokenizer = loaded
+        rows = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in self._prompts(tokenizer, timelines)[:6]]
+        pad = tokenizer.pad_token_id
+        with torch.inference_mode():
+            free = decoding._greedy_batch(model, rows, 12, [-1], pad)  # no stop token: 12 tokens a row
+        # Stop tokens that end rows at different steps (each row stops at its first one).
+        stops = sorted({free[0][1], free[2][4], free[4][7]})
+        drops = []
+        original = decoding._drop_rows
+        monkeypatch.setattr(decoding, "_drop_rows", lambda cache, keep: drops.append(original(cache, keep)) or drops[-1])
+        with torch.inference_mode():
+            batched = decoding._greedy_batch(model, rows, 12, stops, pad)
+            alone = [decoding._greedy_batch(model, [r], 12, stops, pad)[0] for r in rows]
+        assert batched == alone
+        assert True in drops  # rows were really dropped
+        assert len({len(o) for o in batched}) > 1
+
     def test_deterministic(self, loaded, timelines):
         """Two calls give the same text."""
         model, tokenizer = loaded

@@ -98,6 +98,27 @@ class TestDryRuns:
         (curve,) = shell_commands(out, "learning-curve")
         assert curve["adapter"] == f"results/train/{seeds[0]}" and curve["curve_sessions"] == config["train"]["curve_sessions"]
 
+    def test_training_jobs_start_first(self):
+        """The reader, then the curve seed's policy, then the other policies outrank every other job
+        (Snakemake starts the highest priority among the jobs ready; docs/DECISIONS.md, "Scheduling")."""
+        import yaml
+
+        proc = _snakemake(ROOT, "-n", "--cores", "4", "--forceall", timeout=300)
+        out = proc.stdout + proc.stderr
+        assert proc.returncode == 0, out[-3000:]
+        prio = {}
+        for block in re.split(r"^(?:local)?rule ", out, flags=re.M)[1:]:
+            rule = block.split(":", 1)[0]
+            seed = re.search(r"^    wildcards: .*?seed=(\d+)", block, re.M)
+            level = re.search(r"^    priority: (\d+)$", block, re.M)
+            prio[(rule, seed.group(1) if seed else "")] = int(level.group(1)) if level else 0
+        config = yaml.safe_load((ROOT / "config" / "config.yaml").read_text())
+        seeds = [str(s) for s in config["seeds"]]
+        reader, curve, others = ("train_reader", str(config["reader"]["seed"])), ("train", seeds[0]), seeds[1:]
+        assert prio[reader] > prio[curve] > max(prio[("train", s)] for s in others)
+        assert min(prio[("train", s)] for s in others) > max(p for job, p in prio.items()
+                                                               if job[0] not in ("train", "train_reader"))
+
     def test_learning_curve_target_lists_only_its_ancestors(self):
         """The learning-curve figure needs one seed's data, SFT set, training run and curve, nothing else."""
         jobs = _dry_jobs(ROOT, "results/figures/learning_curve.png", "--forceall", *SMOKE)

@@ -97,3 +97,7 @@ class GrammarConstraint:
         for r, matcher in enumerate(self.matchers):
             if matcher is not None and not done[r]:
                 matcher.consume_token(int(tokens[r]))
+
+    def keep_rows(self, rows: Sequence[int]) -> None:
+        """Keep the matchers of ``rows`` only, in that order (the decode batch dropped the others)."""
+        self.matchers = [self.matchers[r] for r in rows]

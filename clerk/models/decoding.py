@@ -103,6 +103,7 @@ def _greedy_batch(model, rows: list[list[int]], max_new_tokens: int, stop_ids: l
     stops = torch.tensor(stop_ids, device=device)
     done = torch.zeros(len(rows), dtype=torch.bool, device=device)
     out: list[list[int]] = [[] for _ in rows]
+    live = list(range(len(rows)))  # the batch row -> its row in ``rows`` (finished rows are dropped)
     for step in range(max_new_tokens):
         logits = model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=True,
                        logits_to_keep=1, **{cache_kw: cache}).logits[:, -1, :]
@@ -114,14 +115,41 @@ def _greedy_batch(model, rows: list[list[int]], max_new_tokens: int, stop_ids: l
         is_stop = torch.isin(token, stops)
         for r, (t, s, d) in enumerate(zip(token.tolist(), is_stop.tolist(), done.tolist())):
             if not d and not s:
-                out[r].append(t)
+                out[live[r]].append(t)
         done |= is_stop
         if bool(done.all()) or step == max_new_tokens - 1:
             break
         input_ids = torch.where(done, torch.full_like(token, pad_id), token)[:, None]
         mask = torch.cat([mask, torch.ones_like(mask[:, :1])], dim=1)
         positions = positions[:, -1:] + 1
+        finished = int(done.sum())
+        if finished and 4 * finished >= len(live) and _drop_rows(cache, ~done):
+            keep = (~done).nonzero().squeeze(1)
+            input_ids, mask, positions, done = input_ids[keep], mask[keep], positions[keep], done[keep]
+            live = [live[k] for k in keep.tolist()]
+            if constraint is not None:
+                constraint.keep_rows(keep.tolist())
     return out
+
+
+def _drop_rows(cache, keep) -> bool:
+    """Keep only the rows ``keep`` (a bool mask over the batch) of a preallocated ``cache``, in place.
+
+    A finished row costs a full row of every later decode step (its attention over its whole cache
+    included) while its output is already fixed, so once a quarter of a batch has finished its rows
+    are dropped. Each row's logits do not depend on the other rows of the batch (checked:
+    ``benchmarks/decode_drop_check.py``). Returns False, changing nothing, for a cache that is not
+    made of preallocated layers (a sliding-window model's), which is then decoded as before.
+    """
+    layers = getattr(cache, "layers", None)
+    if not layers or not all(getattr(layer, "_buffers", None) is not None for layer in layers):
+        return False
+    index = keep.nonzero().squeeze(1)
+    for layer in layers:
+        n = layer.get_seq_length()
+        layer._buffers = tuple(b.index_select(0, index) for b in layer._buffers)
+        layer.keys, layer.values = layer._buffers[0][:, :, :n], layer._buffers[1][:, :, :n]
+    return True
 
 
 def greedy_generate(model, tokenizer, prompts: list[str], max_new_tokens: int, batch_size: int = 16,

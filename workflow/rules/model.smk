@@ -31,6 +31,9 @@ rule train:
         log_path("train", "{seed}"),
     benchmark:
         benchmark_path("train", "{seed}")
+    # Training gates every model job after it; see train_reader's priority for the order. The
+    # curve seed first: its adapter also feeds the learning curve.
+    priority: lambda wildcards: 11 if str(wildcards.seed) == str(CURVE_SEED) else 10
     conda:
         ENV
     threads: MODEL_JOB_THREADS
@@ -60,6 +63,9 @@ rule train_reader:
         log_path("train_reader", "{seed}"),
     benchmark:
         benchmark_path("train_reader", "{seed}")
+    # The reader gates every evaluate, erasure and LoCoMo job of every seed, so it starts in the
+    # first slot; the policies next, before any job that can wait (docs/DECISIONS.md, "Scheduling").
+    priority: 20
     conda:
         ENV
     threads: MODEL_JOB_THREADS
