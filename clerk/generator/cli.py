@@ -27,6 +27,11 @@ def main(args: Any) -> None:
                           questions=_questions(args.questions), evict_personas=args.evict_personas,
                           evict_adds=_evict_adds(args.evict_adds), compose=args.compose,
                           world=args.world)
+    if cfg.world == "closed" and cfg.budget < cfg.n_init:
+        # The config schema's rule for the workflow's data (clerk.config); the library still builds such
+        # timelines (gold programs then evict in session 0), which its own tests use.
+        raise UserError(f"budget: {cfg.budget} is less than init_facts {cfg.n_init} (session 0 states init_facts "
+                        "facts into an empty ledger of budget slots: budget >= init_facts)")
     if cfg.world == "open":  # two-person dated conversations over composed keys (SPEC §2.9)
         if args.phrasings is not None:
             raise UserError("--phrasings is for --world closed; the open world's key space is "

@@ -147,9 +147,6 @@ class GeneratorConfig:
                 raise UserError(f"{name} must be {expected}, got {value!r}")
         if self.world not in WORLDS:
             raise UserError(f"world must be one of {', '.join(WORLDS)}, got {self.world!r}")
-        if self.world == "closed" and self.budget < self.n_init:
-            raise UserError(f"budget: {self.budget} is less than init_facts {self.n_init} (session 0 states init_facts "
-                            "facts into an empty ledger of budget slots: budget >= init_facts)")
         if type(self.compose) not in (int, float) or not 0 <= self.compose <= 1:
             raise UserError(f"compose must be a number from 0 to 1, got {self.compose!r}")
         if type(self.forgets) is not int or not 0 <= self.forgets <= self.sessions - 1:
