@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import typing
 from collections.abc import Iterable
 
 from clerk.command import add_config_option, apply_config_json, run
@@ -73,6 +74,14 @@ VERBS: dict[str, tuple[str, str]] = {
 }
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line, ``clerk VERB: error: ...`` (argparse's own
+    print the usage first); ``clerk VERB --help`` shows the usage."""
+
+    def error(self, message: str) -> typing.NoReturn:
+        self.exit(2, f"{self.prog}: error: {' '.join(message.split())}\n")
+
+
 def make_parser(suppress_defaults: bool = False, verbs: Iterable[str] | None = None) -> argparse.ArgumentParser:
     """The top-level parser: one sub-command per verb of :data:`VERBS`, each with ``--config``.
 
@@ -85,7 +94,7 @@ def make_parser(suppress_defaults: bool = False, verbs: Iterable[str] | None = N
         ModuleNotFoundError: a verb's module does not exist (never hidden).
         RuntimeError: a module registers a verb :data:`VERBS` does not map to it, or misses one.
     """
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         prog="clerk",
         description="CLERK: fixed-budget write-time ledger memory. One verb per pipeline stage.",
     )

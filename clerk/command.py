@@ -74,7 +74,9 @@ def _config_value(action: argparse.Action, key: str, value: Any) -> Any:
 
 
 def _scalar_value(action: argparse.Action, where: str, value: Any) -> Any:
-    kind = action.type
+    checked = action.type if hasattr(action.type, "problem") else None  # a setting's bounds
+    kind = checked.base if checked is not None else action.type
+    kind = None if kind is str else kind
     if kind is int and (type(value) is not int):
         raise UserError(f"{where}: expected an integer, got {value!r}")
     if kind is float:
@@ -85,9 +87,17 @@ def _scalar_value(action: argparse.Action, where: str, value: Any) -> Any:
         raise UserError(f"{where}: expected a string, got {value!r}")
     elif kind not in (int, float, None):  # a converter (e.g. a comma list): text goes through it
         if isinstance(value, str):
-            value = kind(value)
+            try:
+                value = kind(value)
+            except (argparse.ArgumentTypeError, ValueError) as err:  # as argparse reports the flag's text
+                raise UserError(f"{where}: {err}") from None
         elif isinstance(value, list):
             value = tuple(value)
+        elif value is None:  # the flag has a default, so null is no value of it
+            raise UserError(f"{where}: expected a value as the flag takes it (its default: {action.default!r}), got null")
+    problem = checked.problem(value) if checked is not None else None
+    if problem:
+        raise UserError(f"{where}: {problem}")
     if action.choices is not None and value not in action.choices:
         raise UserError(f"{where}: expected one of {', '.join(map(str, action.choices))}, got {value!r}")
     return value

@@ -14,13 +14,14 @@ Cross-field facts a schema cannot state (the default capacity is one of the swep
 can see: a relative path stays inside the repository, a configured file exists, the pinned GGUF is
 in its installed package (:func:`_path_checks`, :func:`_model_checks`). An integer field takes a
 Python ``int`` only: JSON Schema's ``integer`` accepts ``12.0``, which ``clerk`` then rejects at job
-time (:func:`_validator`).
+time (:func:`_validator`); a ``number`` is finite (NaN would pass every bound).
 
     python -c "from clerk.config import load_and_validate; load_and_validate('config/smoke.yaml')"
 """
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from pathlib import Path
@@ -108,14 +109,20 @@ def _validator(schema: dict[str, Any]):
 
     >>> _validator({"type": "integer"}).is_valid(12.0), _validator({"type": "integer"}).is_valid(12)
     (False, True)
+    >>> _validator({"type": "number", "minimum": 0}).is_valid(float("nan"))
+    False
     """
     import jsonschema
 
     def is_int(checker, instance) -> bool:
         return isinstance(instance, int) and not isinstance(instance, bool)
 
+    def is_number(checker, instance) -> bool:  # finite: .nan passes every bound, .inf is no setting's value
+        return is_int(checker, instance) or (isinstance(instance, float) and math.isfinite(instance))
+
     base = jsonschema.Draft202012Validator
-    strict = jsonschema.validators.extend(base, type_checker=base.TYPE_CHECKER.redefine("integer", is_int))
+    checker = base.TYPE_CHECKER.redefine_many({"integer": is_int, "number": is_number})
+    strict = jsonschema.validators.extend(base, type_checker=checker)
     return strict(schema)
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from clerk.settings import setting
+from clerk.settings import MAX_PERSONAS, MAX_SESSIONS, setting
 
 #: The verbs that replay timelines through memory systems with the evaluation's knobs.
 _REPLAY = ("evaluate", "erasure")
@@ -65,10 +65,11 @@ class ErasureSection:
     """The erasure study (SPEC §9, clerk erasure): forget timelines per seed and the systems
     replaying them (``erasure``)."""
 
-    personas: int = setting(6, help="personas per seed (test names and phrasings)", minimum=1, verbs=("generate",))
-    sessions: int = setting(8, help="sessions per persona (session 0 states facts)", minimum=2, verbs=("generate",))
+    personas: int = setting(6, help="personas per seed (test names and phrasings)", minimum=1, maximum=MAX_PERSONAS, verbs=("generate",))
+    sessions: int = setting(8, help="sessions per persona (session 0 states facts)", minimum=2, maximum=MAX_SESSIONS,
+                            verbs=("generate",))
     forgets: int = setting(2, help="forget requests per persona, one per session >= 1 (at most sessions - 1)",
-                           minimum=1, verbs=("generate",), metavar="K")
+                           minimum=1, maximum=MAX_SESSIONS, verbs=("generate",), metavar="K")
     # No default: which systems a table compares is the profile's choice, and the memory registry is
     # the one list of system names (by hand: --systems is required).
     systems: tuple[str, ...] = setting(

@@ -29,9 +29,16 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
+import re
 import types
 import typing
 from typing import Any
+
+#: The largest sizes a generated data set may ask for (the paper profile's are 1,000 personas of
+#: 12 sessions): a bound on every size setting, so that a typo (an extra digit or ten) is an error
+#: naming the setting rather than a run that never ends or exhausts memory.
+MAX_PERSONAS, MAX_SESSIONS, MAX_BUDGET = 100_000, 1_000, 1_000
 
 #: JSON-schema keywords :func:`setting` accepts by their Python names.
 _KEYWORDS = {"minimum": "minimum", "maximum": "maximum", "exclusive_minimum": "exclusiveMinimum",
@@ -211,8 +218,8 @@ def add_settings(parser: Any, verb: str, *sections: type, registries: dict[str, 
         elif origin in (tuple, list) and typing.get_args(inner)[-1:] == (Ellipsis,) or origin is list:
             item = typing.get_args(inner)[0]
             kwargs.update(nargs="+" if meta["schema"].get("minItems") else "*", type=None if item is str else item)
-        elif inner in (int, float):
-            kwargs["type"] = inner
+        elif inner in (int, float) or (inner is str and _BOUND_KEYS & set(meta["schema"])):
+            kwargs["type"] = Checked(inner, meta["schema"])
         if default is dataclasses.MISSING:
             kwargs["required"] = True
         else:
@@ -231,7 +238,53 @@ def add_settings(parser: Any, verb: str, *sections: type, registries: dict[str, 
         note = "" if default is dataclasses.MISSING else \
             f" (default: {(notes or {}).get(field.name) or _as_flag_text(default, meta['flag_type'])})"
         kwargs["help"] = (meta["help"] + note).replace("%", "%%")
-        parser.add_argument("--" + field.name.replace("_", "-"), **kwargs)
+        action = parser.add_argument("--" + field.name.replace("_", "-"), **kwargs)
+        action.clerk_setting = field  # the field the flag stands for (tests match flags to settings)
+
+
+#: The schema keywords of a scalar setting that :class:`Checked` holds a flag's value to.
+_BOUND_KEYS = {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "not", "pattern", "maxLength"}
+
+
+class Checked:
+    """A setting's flag converter (``int``, ``float`` or ``str``) that also holds the value to the
+    field's bounds, so that the flag refuses what the config schema refuses for the same setting
+    (a number must be finite: the schema's ``number`` is, :func:`clerk.config._validator`).
+
+    >>> Checked(int, {"minimum": 1})("3"), Checked(int, {"minimum": 1}).problem(0)
+    (3, 'must be >= 1, got 0')
+    >>> Checked(float, {"minimum": 0, "exclusiveMaximum": 1}).problem(float("nan"))
+    'must be a finite number, got nan'
+    """
+
+    def __init__(self, base: type, schema: dict[str, Any]):
+        self.base, self.schema = base, {k: v for k, v in schema.items() if k in _BOUND_KEYS}
+        self.__name__ = base.__name__  # argparse names the type in "invalid int value"
+
+    def __call__(self, text: str) -> Any:
+        value = self.base(text)
+        problem = self.problem(value)
+        if problem:
+            raise argparse.ArgumentTypeError(problem)
+        return value
+
+    def problem(self, value: Any) -> str | None:
+        """What is wrong with ``value`` (already of the base type), or None."""
+        bounds = self.schema
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"must be a finite number, got {value!r}"
+        for key, ok, sign in (("minimum", lambda v, b: v >= b, ">="), ("maximum", lambda v, b: v <= b, "<="),
+                              ("exclusiveMinimum", lambda v, b: v > b, ">"),
+                              ("exclusiveMaximum", lambda v, b: v < b, "<")):
+            if key in bounds and not ok(value, bounds[key]):
+                return f"must be {sign} {bounds[key]}, got {value!r}"
+        if "const" in bounds.get("not", {}) and value == bounds["not"]["const"]:
+            return f"must not be {bounds['not']['const']!r}"
+        if "maxLength" in bounds and len(value) > bounds["maxLength"]:
+            return f"must be at most {bounds['maxLength']} characters, got {len(value)}"
+        if "pattern" in bounds and not re.search(bounds["pattern"], value):
+            return f"must match {bounds['pattern']}, got {value!r}"
+        return None
 
 
 def _as_flag_text(value: Any, converted: bool) -> str:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from clerk.errors import UserError
 from clerk.generator.catalogue import SPLITS
-from clerk.settings import setting
+from clerk.settings import MAX_BUDGET, MAX_PERSONAS, MAX_SESSIONS, setting
 
 #: Personas per split when ``--personas`` is not given (SPEC default sizes).
 DEFAULT_PERSONAS = {"train": 100, "test": 40, "test_ood": 40, "val_ood": 40}
@@ -29,15 +29,16 @@ _RANGE = {"type": "integer", "minimum": 1, "maximum": 3}
 class SplitSection:
     """One split's sizes (``data.train``, ``data.test``, ``data.test_ood``, ``data.long``)."""
 
-    personas: int = setting(help="number of personas", minimum=1, verbs=("generate",))
-    sessions: int = setting(help="sessions per persona (session 0 states facts)", minimum=2, verbs=("generate",))
+    personas: int = setting(help="number of personas", minimum=1, maximum=MAX_PERSONAS, verbs=("generate",))
+    sessions: int = setting(help="sessions per persona (session 0 states facts)", minimum=2, maximum=MAX_SESSIONS,
+                            verbs=("generate",))
     questions: tuple[int, int] = setting(
         (1, 3), help="questions per session >= 1, [low, high] with low <= high, drawn uniformly (SPEC §2: within 1-3)",
         items=_RANGE, verbs=("generate",), flag_type=lambda text: count_range(text, "--questions"), metavar="LOW-HIGH")
     evict_personas: int = setting(
         0, help="eviction-pressure slice: this many extra personas after the regular ones, each with evict_adds ADDs "
         "per session and no questions (scored for their edits only, never read); 0 = none, the split's file unchanged",
-        minimum=0, verbs=("generate",), metavar="K")
+        minimum=0, maximum=MAX_PERSONAS, verbs=("generate",), metavar="K")
     evict_adds: tuple[int, int] = setting(
         (3, 4), help="ADDs per session of each slice persona, [low, high] with 0 <= low <= high, drawn uniformly "
         "(needs evict_personas >= 1)", items={"type": "integer", "minimum": 0}, verbs=("generate",),
@@ -54,17 +55,19 @@ class OpenSection:
     """The open world's training conversations (SPEC §2.9) mixed into the policy's and the
     reader's SFT sets, per seed."""
 
-    personas: int = setting(help="conversations (two subjects each)", minimum=1, verbs=("generate",))
-    sessions: int = setting(help="sessions per conversation", minimum=2, verbs=("generate",))
-    budget: int = setting(help="ledger slots of an open conversation", minimum=1, verbs=("generate",))
+    personas: int = setting(help="conversations (two subjects each)", minimum=1, maximum=MAX_PERSONAS,
+                            verbs=("generate",))
+    sessions: int = setting(help="sessions per conversation", minimum=2, maximum=MAX_SESSIONS, verbs=("generate",))
+    budget: int = setting(help="ledger slots of an open conversation", minimum=1, maximum=MAX_BUDGET,
+                          verbs=("generate",))
 
 
 @dataclass
 class DataSection:
     """The synthetic timelines: ledger budget, facts of session 0, each split's sizes (``data``)."""
 
-    budget: int = setting(12, help="ledger slots B", minimum=1, verbs=("generate",))
-    init_facts: int = setting(4, help="facts stated in session 0", minimum=1, verbs=("generate",))
+    budget: int = setting(12, help="ledger slots B", minimum=1, maximum=MAX_BUDGET, verbs=("generate",))
+    init_facts: int = setting(4, help="facts stated in session 0", minimum=1, maximum=MAX_BUDGET, verbs=("generate",))
     train: SplitSection = setting(SplitSection(personas=100, sessions=8, questions=(3, 3)),
                                   help="the training split (SFT data)")
     test: SplitSection = setting(SplitSection(personas=16, sessions=8, questions=(3, 3), evict_personas=8),

@@ -78,6 +78,10 @@ def nvidia_gpu_visible() -> bool:
     return gpus.is_dir() and any(gpus.iterdir())
 
 
+#: The most intra-op threads a job may ask for (torch takes a C int; no CPU box has more cores).
+MAX_THREADS = 4096
+
+
 def set_torch_threads(threads: int) -> None:
     """Run torch with ``threads`` intra-op CPU threads; 0 leaves torch's default.
 
@@ -85,10 +89,10 @@ def set_torch_threads(threads: int) -> None:
     side by side do more work than one job with all threads (see ``workflow/rules/common.smk``).
 
     Raises:
-        UserError: ``threads`` < 0.
+        UserError: ``threads`` < 0 or above :data:`MAX_THREADS`.
     """
-    if threads < 0:
-        raise UserError(f"--threads must be >= 0, got {threads}")
+    if not 0 <= threads <= MAX_THREADS:
+        raise UserError(f"--threads must be a whole number from 0 (torch's default) to {MAX_THREADS}, got {threads}")
     if threads:
         import torch
 

@@ -5,11 +5,30 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from clerk.errors import UserError
 from clerk.models.device import pick_device, resolve_inference_dtype
 from clerk.prompts import CHAT_TEMPLATE
+
+
+def check_model_dir(model_dir: str | Path) -> Path:
+    """A materialised model directory: config.json, a JSON object, beside safetensors weights.
+
+    Raises:
+        UserError: naming ``--model`` and what is missing or wrong (before transformers reads it).
+    """
+    model_dir = Path(model_dir)
+    if not (model_dir / "config.json").is_file() or not any(model_dir.glob("*.safetensors")):
+        raise UserError(f"--model must be a materialised model directory (config.json + safetensors), got {str(model_dir)!r}")
+    try:
+        config = json.loads((model_dir / "config.json").read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise UserError(f"--model {str(model_dir)!r}: config.json is not JSON text ({err})") from None
+    if not isinstance(config, dict):
+        raise UserError(f"--model {str(model_dir)!r}: config.json must hold a JSON object, got {type(config).__name__}")
+    return model_dir
 
 
 def load_model(model_dir: str | Path, adapter_dir: str | Path | None = None, device: str | None = None,
@@ -34,9 +53,7 @@ def load_model(model_dir: str | Path, adapter_dir: str | Path | None = None, dev
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    model_dir = Path(model_dir)
-    if not (model_dir / "config.json").is_file() or not any(model_dir.glob("*.safetensors")):
-        raise UserError(f"--model must be a materialised model directory (config.json + safetensors), got {str(model_dir)!r}")
+    model_dir = check_model_dir(model_dir)
     device = device or pick_device()
     dtype = resolve_inference_dtype(dtype, device)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)

@@ -66,9 +66,14 @@ def rule_output_patterns(snakefile: Path, workdir: Path) -> dict[str, list[str]]
         raise UserError(f"--snakefile: file '{snakefile}' does not exist")
     quiet = OutputSettings(quiet={Quietness.ALL}, enable_file_logging=False)  # no .snakemake/log
     with SnakemakeApi(quiet) as api:
-        wf = api.workflow(resource_settings=ResourceSettings(),
-                          snakefile=Path(snakefile).resolve(), workdir=Path(workdir).resolve())
-        return {r.name: [str(o) for o in r.output] for r in wf._workflow.rules}
+        try:
+            wf = api.workflow(resource_settings=ResourceSettings(),
+                              snakefile=Path(snakefile).resolve(), workdir=Path(workdir).resolve())
+            rules = wf._workflow.rules
+        except Exception as err:  # Snakemake runs the file as Python: any error of its code, reported as such
+            raise UserError(f"--snakefile '{snakefile}' cannot be loaded by Snakemake: {type(err).__name__}: "
+                            f"{' '.join(str(err).split())[:300]}") from None
+        return {r.name: [str(o) for o in r.output] for r in rules}
 
 
 def wildcards_for(path: str, patterns: list[str]) -> dict[str, str]:

@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from clerk.errors import UserError
+from clerk.models.device import set_torch_threads
+from clerk.models.loading import check_model_dir
 from clerk.models.prefix import token_ids
 from clerk.scoring.mc import pick, score_batch, score_options, score_options_naive
 
@@ -99,8 +101,8 @@ def bench(cfg: BenchConfig) -> dict[str, Any]:
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
+    set_torch_threads(cfg.threads)
+    check_model_dir(cfg.model)
     tokenizer = AutoTokenizer.from_pretrained(cfg.model)
     model = AutoModelForCausalLM.from_pretrained(cfg.model, dtype=torch.float32).eval()
     rng = random.Random(cfg.seed)
@@ -149,8 +151,8 @@ def bench_dtypes(model_dir: str, dtypes: tuple[str, ...] = ("float32", "bfloat16
 
     from clerk.models.decoding import greedy_generate
 
-    if threads:
-        torch.set_num_threads(threads)
+    set_torch_threads(threads)
+    check_model_dir(model_dir)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     tokenizer.padding_side = "left"
     models = {d: AutoModelForCausalLM.from_pretrained(model_dir, dtype=getattr(torch, d)).eval() for d in dtypes}

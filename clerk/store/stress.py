@@ -68,6 +68,8 @@ STATEMENT_RE = re.compile(rf"My ([a-z]+) is ({_CODE}) now\.|私の([a-z]+)は({_
 BUDGET = 8
 #: Longest run ``--seconds`` accepts (a day): beyond it a typo, and past ~1e9 not a time at all.
 MAX_SECONDS = 86400.0
+#: The most worker (or forgetter) processes one run may start.
+MAX_PROCESSES = 256
 #: Seconds past the deadline a process may take to finish its last operation.
 GRACE_S = 90.0
 #: Positions in the shared event counts: publishes, forgets, stale publishes.
@@ -100,6 +102,9 @@ class StressConfig:
             value = getattr(self, name)
             if type(value) is not int or value < low:
                 raise UserError(f"{name} must be an int >= {low}, got {value!r}")
+        for name in ("workers", "forgetters"):  # each is a process of its own
+            if getattr(self, name) > MAX_PROCESSES:
+                raise UserError(f"{name} must be at most {MAX_PROCESSES}, got {getattr(self, name)}")
         if self.subjects > len(NAMES):
             raise UserError(f"subjects must be at most {len(NAMES)}, got {self.subjects}")
         for name in ("seconds", "think_ms", "forget_gap_ms"):

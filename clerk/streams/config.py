@@ -14,11 +14,11 @@ from clerk.settings import setting
 class StreamsSection:
     """Foundational-versus-noise streams and the capacity x noise grid of table 4 (``streams``)."""
 
-    length: int = setting(100, help="stream length in turns", minimum=2, verbs=("streams",))
-    foundational: int = setting(10, help="foundational facts registered at turn 1", minimum=1, verbs=("streams",))
+    length: int = setting(100, help="stream length in turns", minimum=2, maximum=100_000, verbs=("streams",))
+    foundational: int = setting(10, help="foundational facts registered at turn 1", minimum=1, maximum=10_000, verbs=("streams",))
     recalls: int = setting(4, help="recalls per foundational fact, at spaced base offsets", minimum=1, maximum=6,
                            verbs=("streams",))
-    noise: int = setting(3, help="never-recalled noise facts registered per turn (table 4's rate)", minimum=0,
+    noise: int = setting(3, help="never-recalled noise facts registered per turn (table 4's rate)", minimum=0, maximum=1_000,
                          verbs=("streams",))
     capacities: tuple[int, ...] = setting([8, 12, 16, 24, 32], help="engine capacities swept, in items", min_items=1,
                                           items={"type": "integer", "minimum": 1}, verbs=("eviction-study",))

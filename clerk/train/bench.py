@@ -18,8 +18,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from clerk.errors import UserError
 from clerk.train.config import TrainConfig
-from clerk.train.trainer import run_training
+from clerk.train.data import load_sft
+from clerk.train.trainer import check_model_dir, run_training
 
 #: Benchmarked mode -> (``TrainConfig.precision``, ``TrainConfig.bf16``).
 MODES: dict[str, tuple[str, str]] = {
@@ -41,8 +43,6 @@ def mode_settings(name: str) -> tuple[str, str, int]:
         return (*MODES[base], int(top))
     if name in MODES:
         return (*MODES[name], 0)
-    from clerk.errors import UserError
-
     raise UserError(f"--modes: unknown {name!r}; known: {', '.join(MODES)}, each optionally with -topN (N >= 1)")
 
 
@@ -68,7 +68,15 @@ def bench_throughput(model: str, sft: str, steps: int, batch_size: int = 4, max_
     import torch
     from transformers import TrainerCallback
 
+    for flag, value, low in (("--steps", steps, 1), ("--batch-size", batch_size, 1), ("--max-length", max_length, 1),
+                             ("--rounds", rounds, 1), ("--threads", threads, 0)):
+        if value < low:
+            raise UserError(f"{flag} must be a whole number >= {low}, got {value}")
+    if not modes:
+        raise UserError(f"--modes must name at least one mode of {', '.join(MODES)}, got none")
     settings = {m: mode_settings(m) for m in modes}  # unknown names fail here, before any training
+    load_sft(sft)  # bad inputs fail here, in one line, before the first round's progress line
+    check_model_dir(model)
 
     class StepTimer(TrainerCallback):
         def __init__(self) -> None:

@@ -10,8 +10,8 @@ import argparse
 import dataclasses
 import json
 import sys
-from pathlib import Path
 
+from clerk.atomic import check_out_file, write_text
 from clerk.memory.choices import add_settings
 from clerk.train.bench import MODES, bench_throughput
 from clerk.train.config import LOSS_HEADS, TrainConfig, TrainSection, _csv_tuple
@@ -27,6 +27,8 @@ def _train_main(args: argparse.Namespace) -> None:
 
 
 def _bench_main(args: argparse.Namespace) -> None:
+    if args.json:
+        check_out_file(args.json, "--json")
     result = bench_throughput(args.model, args.sft, args.steps, args.batch_size, args.max_length, args.seed,
                               args.threads, modes=args.modes, rounds=args.rounds)
     lines = ["| precision | tokens | wall s | tokens/s (wall) | CPU s | tokens/CPU-s | x fp32 (wall) | x fp32 (CPU) |",
@@ -39,7 +41,7 @@ def _bench_main(args: argparse.Namespace) -> None:
     lines.append(f"\n{args.steps} steps x {args.rounds} round(s), batch {args.batch_size}, {result['threads']} threads")
     print("\n".join(lines))
     if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+        write_text(args.json, json.dumps(result, indent=2) + "\n")
 
 
 def register_cli(sub) -> None:

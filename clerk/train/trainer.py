@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from clerk.errors import UserError
+from clerk.models.device import set_torch_threads
 from clerk.train.callbacks import _COMPLETE_MARKER, LOG_COLUMNS, _callbacks, _snapshot_callback, _sort_set_fields
 from clerk.train.config import TrainConfig, resolve_bf16, resolve_device, resolve_loss_head, resolve_train_precision
 from clerk.train.data import load_sft, sft_trainer_class
@@ -126,7 +127,7 @@ def _prepare_resume(cfg: TrainConfig, out: Path, ckpt_dir: Path,
 # --------------------------------------------------------------------------- model and trainer
 
 
-def _check_model_dir(model: str) -> Path:
+def check_model_dir(model: str) -> Path:
     """The materialised base-model directory (config.json + safetensors), or a UserError."""
     model_dir = Path(model)
     if not (model_dir / "config.json").is_file() or not any(model_dir.glob("*.safetensors")):
@@ -351,18 +352,16 @@ def run_training(cfg: TrainConfig, extra_callbacks: list | None = None) -> Train
     Raises:
         UserError: bad inputs, or checkpoints that come from a different config.
     """
-    import torch
 
     out = Path(cfg.out)
     ckpt_dir = Path(cfg.checkpoint_dir) if cfg.checkpoint_dir else out / "checkpoints"
     # 1. Inputs, device and precision; resume only a run with the same result-defining config.
-    if cfg.threads:
-        torch.set_num_threads(cfg.threads)
+    set_torch_threads(cfg.threads)
     device = resolve_device(cfg.device)
     bf16 = resolve_bf16(cfg.bf16, device)
     precision = resolve_train_precision(cfg.precision, device, cfg.modules_to_save)
     train_ds, eval_ds = load_sft(cfg.sft)
-    model_dir = _check_model_dir(cfg.model)
+    model_dir = check_model_dir(cfg.model)
     resume_step, resume_path, seconds_offset = _prepare_resume(cfg, out, ckpt_dir, precision)
     # 2. The PEFT model.
     model, tokenizer, weights_dtype = _build_model(cfg, model_dir, device, bf16, precision)
