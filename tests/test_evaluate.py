@@ -588,7 +588,7 @@ class TestCliErrors:
         (["--systems", "full", "--reader", "rule"], "--reader rule needs a ledger system, got 'full' (use --reader mc)"),
         (["--systems", "clerk"], "--adapter is required for system 'clerk' (it reads or writes with the trained adapter)"),
         (["--systems", "oracle", "oracle"], "--systems lists 'oracle' twice"),
-        (["--systems", "null", "--window-k", "0"], "window_k must be an int >= 1, got 0"),
+        (["--systems", "null", "--window-k", "0"], "argument --window-k: must be >= 1, got 0"),
     ])
     def test_user_errors(self, workdir, tmp_path, capsys, extra, message):
         """Bad input exits with status 2 and one message naming the problem."""

@@ -539,8 +539,8 @@ class TestCli:
 
     @pytest.mark.parametrize("flags, message", [
         (["--split", "dev"], "split must be one of train, test, test_ood, val_ood, got 'dev'"),
-        (["--split", "train", "--budget", "0"], "budget must be an int >= 1, got 0"),
-        (["--split", "train", "--sessions", "1"], "sessions must be an int >= 2, got 1"),
+        (["--split", "train", "--budget", "0"], "argument --budget: must be >= 1, got 0"),
+        (["--split", "train", "--sessions", "1"], "argument --sessions: must be >= 2, got 1"),
     ])
     def test_cli_errors(self, tmp_path, capsys, flags, message):
         """User errors exit with status 2 and one line naming the field."""

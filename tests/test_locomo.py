@@ -550,7 +550,7 @@ class TestCli:
             clerk_main(["locomo", "--data", str(PERCENA), "--model", str(workdir / "model"), "--out",
                         str(tmp_path / "o"), "--systems", "full", "--budget", "0"])
         assert exc.value.code == 2
-        assert capsys.readouterr().err == "clerk locomo: error: budget must be an int >= 1, got 0\n"
+        assert capsys.readouterr().err == "clerk locomo: error: argument --budget: must be >= 1, got 0\n"
 
     def test_unknown_system_rejected(self, tmp_path, capsys):
         """An unknown system name is refused with exit 2 and one line naming it and the allowed names."""

@@ -260,9 +260,9 @@ def test_build_sft_mixes_closed_and_open_timeline_files(tmp_path):
     write_timelines(closed, generate_from_config(GeneratorConfig(seed=3, split="train", personas=4)))
     write_timelines(opened, _open("train", seed=3, personas=3))
     out = tmp_path / "sft"
-    cmd = ["clerk", "build-sft", "--seed", "1", "--tasks", "consolidate", "--val-fraction", "0"]
+    cmd = ["clerk", "build-sft", "--seed", "1", "--tasks", "consolidate", "--val-fraction", "0.25"]
     subprocess.run([*cmd, "--timelines", str(closed), str(opened), "--out", str(out)], check=True, capture_output=True)
-    rows = load_from_disk(str(out / "train")).to_list()  # --val-fraction 0: no validation rows
+    rows = [row for split in ("train", "validation") for row in load_from_disk(str(out / split)).to_list()]
     assert len(rows) == (4 + 3) * 8
     open_rows = [r for r in rows if "+" in r["persona"]]
     assert {r["persona"] for r in open_rows} == {tl["name"] for tl in load_timelines(opened)}

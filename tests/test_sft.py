@@ -412,7 +412,7 @@ class TestCli:
             clerk_main(["build-sft", "--timelines", str(timelines), "--seed", "1", "--out", str(tmp_path / "o"),
                         "--answer-ratio", "-1"])
         assert info.value.code == 2
-        assert capsys.readouterr().err == "clerk build-sft: error: answer_ratio must be a finite number >= 0, got -1.0\n"
+        assert capsys.readouterr().err == "clerk build-sft: error: argument --answer-ratio: must be >= 0, got -1.0\n"
 
 
     def test_view_flags(self, tmp_path, runtime):

@@ -480,7 +480,7 @@ class TestCLI:
         with pytest.raises(SystemExit) as exit_:
             clerk_main(["streams", "--seed", "1", "--length", "0", "--out", str(tmp_path / "x.json")])
         assert exit_.value.code == 2
-        assert capsys.readouterr().err == "clerk streams: error: length must be an int >= 1, got 0\n"
+        assert capsys.readouterr().err == "clerk streams: error: argument --length: must be >= 2, got 0\n"
 
     def test_unknown_policy_and_missing_file(self, tmp_path, capsys):
         """Unknown policies and missing stream files are user errors."""
