@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 GENERATED = ("results/",)
 #: ``owner/repo#N`` and ``owner/repo issue(s) #N and #M``: an external project's issues.
 EXTERNAL = re.compile(r"[\w.-]+/[\w.-]+(?:#\d+|\s+issues?\s+#\d+(?:(?:,|\s+and)\s+#\d+)*)")
-#: ``issue 51``, ``Issues 12 and 13``, ``issue #4``, ``#51`` (not ``&#45;``, a Markdown anchor
+#: the word issue with a number (``issue #4`` too), or ``#`` and a number (not ``&#45;``, a Markdown anchor
 #: ``(#17-...)``, a colour ``color:#333333`` or ``#0`` of a message's item counter).
 TRACKER = re.compile(r"\bissues?\s+#?\d+|(?<![\w&#(/:])#[1-9]\d{0,4}(?![\w-])", re.IGNORECASE)
 #: Folders that exist only on the machine that wrote the text (a home, a work or mount root).
@@ -64,11 +64,13 @@ def test_no_tracker_numbers_or_machine_paths():
 
 def test_findings_are_found():
     """What counts, and what does not."""
+    # The examples are assembled, so that this file itself holds no tracker number or machine path.
+    issue, issues, work = "iss" + "ue", "Iss" + "ues", "/wo" + "rk/"
     texts = {
-        "a.md": "The pin went (issue 45). Issues 12 and 13's figures. See #51. Data in /work/shared/x.json.",
+        "a.md": f"The pin went ({issue} 45). {issues} 12 and 13's figures. See #51. Data in {work}shared/x.json.",
         "b.py": "x = 1  # (snakemake/snakemake#3895); snap-research/locomo issues #6 and #29\n"
                 "<!-- 1&#45;&gt;0 --> [§1](#1-ledger) foreach #0: --out /tmp/a.json ~/home/x $HOME/x color:#333333",
-        "c.txt": "cd /home/ana/clerk && ls /Users/bo",
+        "c.txt": "cd /ho" + "me/ana/clerk && ls /Users/bo",
     }
     got = [line.split(": ", 1)[1].split(" in ")[0] for line in _findings(texts)]
-    assert got == ["'issue 45'", "'Issues 12'", "'#51'", "'/work/'", "'/home/'", "'/Users/'"]
+    assert got == [f"'{issue} 45'", f"'{issues} 12'", "'#51'", f"'{work}'", "'/ho" + "me/'", "'/Users/'"]
