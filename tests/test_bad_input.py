@@ -12,9 +12,7 @@ the wrong kind, and checks that pass with nothing checked.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import io
 import json
 import os
 import subprocess
@@ -24,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from cli_kit import run
 
 from clerk.cli import main as clerk_main
 from clerk.generator.files import write_timelines
@@ -33,16 +32,6 @@ from clerk.store import open_store
 KINDS = ("missing", "empty", "truncated", "mistyped", "non_utf8", "directory")
 
 
-def run(argv: list) -> tuple[int, str]:
-    """``clerk ARGV`` in this process: (exit status, stderr). A traceback fails the test as itself."""
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        try:
-            clerk_main([str(a) for a in argv])
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-    return code, err.getvalue()
 
 
 def assert_one_line(code: int, stderr: str, verb: str, arg: str) -> None:

@@ -27,12 +27,12 @@ import math
 from pathlib import Path
 
 import pytest
+from cli_kit import run
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from strategies import choose
 
 from clerk.cli import VERBS, make_parser, verb_parser
-from clerk.cli import main as clerk_main
 from clerk.command import _config_value
 from clerk.config import SECTIONS, _validator, load_schema, section_class
 from clerk.errors import UserError
@@ -70,16 +70,6 @@ STORES = ("sqlite:///{bytes}", "sqlite:///{missing}", "sqlite:///{folder}", "sql
           "postgresql://127.0.0.1:1/none", "mysql://x")
 
 
-def run(argv: list) -> tuple[int, str]:
-    """``clerk ARGV`` in this process: (exit status, stderr). A traceback fails the test as itself."""
-    err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-        try:
-            clerk_main([str(a) for a in argv])
-            code = 0
-        except SystemExit as exc:
-            code = exc.code if isinstance(exc.code, int) else 1
-    return code, err.getvalue()
 
 
 @functools.cache
