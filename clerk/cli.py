@@ -64,6 +64,7 @@ VERBS: dict[str, tuple[str, str]] = {
     "locomo-status": ("clerk.report.cli", "the paper paragraph stating that LoCoMo was not run"),
     "figure": ("clerk.report.cli", "one paper figure as PDF + PNG (deterministic bytes)"),
     "table-paired": ("clerk.report.paired", "paired differences clerk - every other system, with intervals"),
+    "table-errors": ("clerk.report.errors", "where the policy fails: first error per session by op and by the line's wording"),
     "numbers": ("clerk.provenance.cli", "resolve paper/numbers.yaml into results/numbers.json"),
     "manifest": ("clerk.provenance.cli", "sha256 manifest of results/ with Snakemake's records"),
     "trace": ("clerk.provenance.cli", "walk a number or file back through rules and inputs"),

@@ -30,7 +30,7 @@ def _set(config: dict, dotted: str, value) -> dict:
 
 
 MEMORY = "['add-only', 'clerk', 'clerk-unconstrained', 'full', 'null', 'oracle', 'prompted-ledger', 'rag', 'window']"
-LOCOMO = "['clerk', 'prompted-ledger', 'full', 'summary-rag']"
+LOCOMO = "['clerk', 'prompted-ledger', 'full', 'null', 'summary-rag', 'evidence']"
 POLICIES = "['decay', 'fifo', 'lfu', 'lru', 'random', 'salience', 'unbounded']"
 #: (field, bad value, the message line): a bad name in every registry-backed list and field, and
 #: the other mistakes that used to pass the dry run and fail only inside a job.

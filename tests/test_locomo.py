@@ -25,7 +25,6 @@ from clerk.errors import UserError
 from clerk.locomo.bench import bench_prefix
 from clerk.locomo.data import (
     CATEGORIES,
-    LOCOMO_SYSTEMS,
     Question,
     as_chat_turns,
     category_from_number,
@@ -44,10 +43,12 @@ from clerk.locomo.locomo10 import NOT_MENTIONED, SOURCE_LOCAL, build_mc_options,
 from clerk.locomo.percena import SOURCE_PERCENA, conv_id_from_question_id, load_percena
 from clerk.locomo.subsets import stratified_subset, summarize
 from clerk.memory import MEMORY_REGISTRY, Runtime
+from clerk.memory.evidence import EvidenceMemory
 from clerk.memory.registry import LOCOMO
 from clerk.memory.summary_rag import SummaryRagMemory
 from clerk.memory.text import session_lines
 from clerk.report.locomo import table2
+from clerk.report.tabular import read_csv
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "fixtures" / "locomo"
@@ -66,6 +67,8 @@ MISSING_TAIL = (
 
 #: Every system LoCoMo serves, from the registry (the one list of system names).
 ALL_LOCOMO = MEMORY_REGISTRY.in_order(LOCOMO)
+#: What the Percena fixture can serve: its turns carry no dialogue ids, so not the evidence oracle.
+PERCENA_SYSTEMS = [name for name in ALL_LOCOMO if name != EvidenceMemory.name]
 
 
 @pytest.fixture(autouse=True)
@@ -105,11 +108,11 @@ def workdir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def run(workdir) -> Path:
-    """One `clerk locomo` over the Percena fixture with all four systems (clerk with the adapter)."""
+    """One `clerk locomo` over the Percena fixture with every LoCoMo system it can serve (clerk with the adapter)."""
     out = workdir / "run"
     clerk_main(["locomo", "--data", str(PERCENA), "--model", str(workdir / "model"), "--adapter",
                 str(workdir / "adapter"), "--out", str(out), "--max-new-tokens", "4", "--batch-size", "2",
-                "--seed", "7", "--systems", *ALL_LOCOMO, "--quiet"])
+                "--seed", "7", "--systems", *PERCENA_SYSTEMS, "--quiet"])
     return out
 
 
@@ -246,7 +249,7 @@ class TestLoadLocomo10:
         """A shared photo's BLIP caption is spelled out in the turn text."""
         conv = load_locomo10(LOCOMO10)[0]
         assert conv.sessions[2].turns[1] == {
-            "speaker": "Teodor", "text": "Look! [shares a photo: a photo of a red kayak on a lake]",
+            "speaker": "Teodor", "text": "Look! [shares a photo: a photo of a red kayak on a lake]", "dia_id": "D3:2",
         }
 
     def test_labelled_local_with_speakers(self):
@@ -557,7 +560,7 @@ class TestCli:
         with pytest.raises(SystemExit) as exc:
             clerk_main(["locomo", "--model", "m", "--out", str(tmp_path / "o"), "--systems", "rag"])
         assert exc.value.code == 2
-        assert "locomo.systems: expected names from ['clerk', 'prompted-ledger', 'full', 'summary-rag'], got ['rag']" \
+        assert f"locomo.systems: expected names from {list(ALL_LOCOMO)}, got ['rag']" \
             in capsys.readouterr().err
 
     def test_inspect_text(self, capsys):
@@ -689,12 +692,12 @@ class TestEvaluateLocomo:
         from clerk.evaluate.schemas import validate_record
 
         rows = _jsonl(run / "predictions.jsonl")
-        assert len(rows) == 10 * 4
+        assert len(rows) == 10 * len(PERCENA_SYSTEMS)
         for row in rows:
             validate_record("predictions", row, LOCOMO_SCHEMAS)
         metrics = json.loads((run / "metrics.json").read_text(encoding="utf-8"))
         validate_record("metrics", metrics, LOCOMO_SCHEMAS)
-        assert list(metrics["systems"]) == list(LOCOMO_SYSTEMS)
+        assert list(metrics["systems"]) == PERCENA_SYSTEMS
         for record in metrics["systems"].values():
             validate_record("metrics.system", record, LOCOMO_SCHEMAS)
 
@@ -713,7 +716,7 @@ class TestEvaluateLocomo:
         """Every system is read by the one reader, the trained adapter by default."""
         metrics = json.loads((run / "metrics.json").read_text(encoding="utf-8"))
         readers = {n: s["reader"] for n, s in metrics["systems"].items()}
-        assert readers == {name: {"method": "mc", "model": "adapter"} for name in LOCOMO_SYSTEMS}
+        assert readers == {name: {"method": "mc", "model": "adapter"} for name in PERCENA_SYSTEMS}
         assert metrics["config"]["reader_model"] == "adapter"
 
     def test_adversarial_kept_apart(self, run):
@@ -875,17 +878,18 @@ class TestTableLocomo:
         files = [self._metrics(run, tmp_path, 1, 0.0), self._metrics(run, tmp_path, 2, 0.2)]
         out, md = tmp_path / "table2.csv", tmp_path / "table2.md"
         clerk_main(["table-locomo", "--metrics", *map(str, files), "--out", str(out), "--markdown", str(md)])
-        import pandas as pd
 
-        df = pd.read_csv(out)
-        assert sorted(df["system"]) == sorted(LOCOMO_SYSTEMS)
+        df = read_csv(out, "table", ("system",))
+        n = len(PERCENA_SYSTEMS)
+        assert sorted(df["system"]) == sorted(PERCENA_SYSTEMS)
         assert set(df["source"]) == {SOURCE_PERCENA} and set(df["seeds"]) == {"1;2"}
-        assert df["accuracy_mean"].tolist() == pytest.approx([0.6] * 4)
-        assert df["accuracy_sd"].tolist() == pytest.approx([0.141421] * 4, abs=1e-6)
+        assert df["accuracy_mean"].tolist() == pytest.approx([0.6] * n)
+        assert df["accuracy_sd"].tolist() == pytest.approx([0.141421] * n, abs=1e-6)
         lines = md.read_text(encoding="utf-8").splitlines()
         assert lines[0] == ("| system | reader | seeds | questions | accuracy | single-hop | multi-hop | temporal | "
-                            "open-domain | adversarial | read tokens | truncated | invalid ops |")
-        assert [line.split(" | ")[0][2:] for line in lines[2:6]] == list(LOCOMO_SYSTEMS)
+                            "open-domain | adversarial | abstained when answerable | read tokens | truncated | "
+                            "invalid ops |")
+        assert [line.split(" | ")[0][2:] for line in lines[2:2 + n]] == PERCENA_SYSTEMS
         assert lines[2].split(" | ")[4] == "0.600 ± 1.271"
         # the paragraph under it: clerk's invalid-op rate per seed and its read cost, from the same files
         (para,) = [line for line in lines if line.startswith("**Reading table 2.**")]
@@ -943,6 +947,72 @@ class TestWorkflow:
         assert with_data["locomo"] == seeds and with_data["table_locomo"] == 1
 
 
+class TestBoundsAndAbstention:
+    """The floor (null: the question alone), the ceiling (evidence: the annotated turns) and the
+    abstention option worded as the reader abstains."""
+
+    def test_abstention_is_the_readers_own_answer(self):
+        """Adversarial questions' gold and an option of every question is the reader's `unknown`,
+        in both file formats."""
+        for conv in [*load_locomo10(LOCOMO10), *load_percena(PERCENA)]:
+            for q in conv.questions:
+                assert prompts.UNKNOWN_ANSWER in q.options and "Not mentioned in the conversation" not in q.options
+                assert (q.answer == prompts.UNKNOWN_ANSWER) == q.adversarial or not q.adversarial
+
+    def test_evidence_view_is_the_annotated_turns_and_their_dates(self, workdir):
+        """Each question's view holds its evidence turns under their sessions' headers and date lines,
+        no other turn; null's view is empty."""
+        from transformers import AutoTokenizer
+
+        from clerk.memory.null import NullMemory
+
+        runtime = Runtime(LocomoEvalConfig(), tokenizer=AutoTokenizer.from_pretrained(workdir / "model"),
+                          context_tokens=4096)
+        conv = load_locomo10(LOCOMO10)[0]
+        tl = conversation_timeline(conv, 12)
+        system, null = EvidenceMemory(runtime), NullMemory(runtime)
+        state = system.init_state(tl)
+        for session in tl["sessions"]:
+            state = system.write([state], [tl], [session])[0].state
+        asked = question_time(conv)
+        turns = {t["dia_id"]: (s, t) for s in conv.sessions for t in s.turns}
+        shown = 0
+        for q, record in zip(conv.questions, asked["questions"]):
+            text = system.view(state, tl, asked, record).text
+            assert null.view(None, tl, asked, record).text == ""
+            lines = [line for line in text.split("\n") if line and not line.startswith("[session")]
+            expected = []
+            for session in sorted({turns[e][0].index for e in q.evidence if e in turns}):
+                s = conv.sessions[session]
+                expected += [f"date: {s.date}"] + [f"{t['speaker']}: {t['text']}" for t in s.turns if t["dia_id"] in q.evidence]
+            assert lines == expected, q.question_id
+            shown += bool(expected)
+        assert shown >= 3
+
+    def test_evidence_needs_turn_ids(self, workdir, tmp_path, capsys):
+        """The Percena format carries no turn ids: the evidence oracle is refused before any write,
+        naming the system and the field."""
+        with pytest.raises(SystemExit):
+            clerk_main(["locomo", "--data", str(PERCENA), "--model", str(workdir / "model"), "--out",
+                        str(tmp_path / "o"), "--systems", "full", "evidence", "--reader-model", "base", "--quiet"])
+        err = capsys.readouterr().err
+        assert "evidence reads each session's turn_ids" in err and not (tmp_path / "o").exists()
+
+    def test_floor_and_ceiling_on_locomo10(self, workdir, tmp_path):
+        """Both bounds run on the original format; every prediction says whether the reader abstained,
+        and metrics.json counts the abstentions on answerable questions."""
+        out = tmp_path / "run"
+        clerk_main(["locomo", "--data", str(LOCOMO10), "--model", str(workdir / "model"), "--out", str(out),
+                    "--systems", "null", "evidence", "--reader-model", "base", "--seed", "1", "--quiet"])
+        rows = _jsonl(out / "predictions.jsonl")
+        assert {r["system"] for r in rows} == {"null", "evidence"}
+        metrics = json.loads((out / "metrics.json").read_text(encoding="utf-8"))["systems"]
+        for name, m in metrics.items():
+            mine = [r for r in rows if r["system"] == name and not r["adversarial"]]
+            assert m["abstention_rate"] == pytest.approx(sum(r["abstained"] for r in mine) / len(mine))
+        assert metrics["evidence"]["read_tokens_mean"] > metrics["null"]["read_tokens_mean"] == 0
+
+
 class TestPairedLocomo:
     """clerk minus each other system on the same non-adversarial LoCoMo questions (clerk.report.locomo_paired)."""
 
@@ -970,6 +1040,23 @@ class TestPairedLocomo:
         assert row["n_questions"] == 2 * 27
         assert row["delta"] == pytest.approx((27 + 26) / 54)
         assert row["conclusive"] and row["boot_low"] > 0
+
+    def test_the_bounds_pair_once_not_once_per_seed(self, tmp_path):
+        """evidence − null is one more row, over the conversations once: both run once per run, so
+        pairing them inside every seed's units would count each answer once per seed."""
+        from clerk.report.locomo_paired import locomo_paired_rows
+
+        qs = [f"q{i}" for i in range(1, 31)]
+        files = [self._job(tmp_path, "137", 137, {"clerk": {q: True for q in qs}}),
+                 self._job(tmp_path, "991", 991, {"clerk": {q: q != "q1" for q in qs}}),
+                 self._job(tmp_path, "shared", 0, {"null": {q: q in ("q1", "q2") for q in qs},
+                                                   "evidence": {q: True for q in qs}})]
+        rows = locomo_paired_rows(files, n_boot=200)
+        assert [(r["reference"], r["system"]) for r in rows] == [("clerk", "null"), ("clerk", "evidence"),
+                                                                 ("evidence", "null")]
+        bound = rows[-1]
+        assert bound["units"] == 3 and bound["n_seeds"] == 1 and bound["n_questions"] == 27
+        assert bound["delta"] == pytest.approx(25 / 27)
 
     def test_input_order_does_not_move_the_interval(self, tmp_path):
         """The bootstrap draws index the units, so they are sorted: the file order must not matter

@@ -24,6 +24,10 @@ CLERK = ROOT / "clerk"
 
 #: (module, literal) -> why that literal there is not the memory system of that name.
 NOT_THE_SYSTEM: dict[tuple[str, str], str] = {
+    # "evidence" is also LoCoMo's field of a question's supporting dialogue ids.
+    ("clerk/locomo/evaluation.py", "evidence"): "the question record's field of its annotated dialogue ids",
+    ("clerk/locomo/locomo10.py", "evidence"): "locomo10.json's field of a question's supporting dialogue ids",
+    ("clerk/locomo/percena.py", "evidence"): "the Percena line's field of a question's supporting dialogue ids",
     # "clerk" is also the package, the distribution and the program.
     ("clerk/cli.py", "clerk"): "the program name of the command line (argparse prog)",
     ("clerk/models/materialize.py", "clerk"): "the distribution whose version a model folder records",

@@ -22,8 +22,9 @@ class TestDeclarations:
 
     def test_orders(self):
         assert MEMORY_REGISTRY.in_order() == ["clerk", "oracle", "prompted-ledger", "full", "window", "rag",
-                                              "add-only", "null", "clerk-unconstrained", "summary-rag"]
-        assert MEMORY_REGISTRY.in_order(LOCOMO) == ["clerk", "prompted-ledger", "full", "summary-rag"]
+                                              "add-only", "null", "clerk-unconstrained", "summary-rag", "evidence"]
+        assert MEMORY_REGISTRY.in_order(LOCOMO) == ["clerk", "prompted-ledger", "full", "null", "summary-rag",
+                                                    "evidence"]
         assert "summary-rag" not in MEMORY_REGISTRY.in_order(SYNTHETIC)
 
     def test_views_probe_and_reference(self):
@@ -52,7 +53,7 @@ class TestDeclarations:
         assert enums["locomo_system"] == MEMORY_REGISTRY.in_order(LOCOMO)
         assert enums["view_kind"] == MEMORY_REGISTRY.view_kinds()
         config = {"locomo": {"systems": MEMORY_REGISTRY.in_order(LOCOMO)}, "evaluate": {"reader_model": "reader"}}
-        assert locomo_systems(config) == (["clerk"], ["prompted-ledger", "full", "summary-rag"])
+        assert locomo_systems(config) == (["clerk"], ["prompted-ledger", "full", "null", "summary-rag", "evidence"])
 
     def test_benchmarks_agree_with_the_data_each_system_reads(self):
         """A system serves the synthetic benchmark exactly when it reads only fields synthetic

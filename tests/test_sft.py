@@ -87,9 +87,28 @@ def build(timelines, runtime=None, **knobs):
     return build_sft(timelines, SFTDataConfig(**knobs), runtime)
 
 
+def as_asked_in_catalogue(messages: list[dict], session: dict, persona: str) -> list[dict]:
+    """An ANSWER row's messages with every question asked in a wording of the reader's question set
+    (``sft.reworded_questions``) put back in its catalogue wording; UserError-free: a question that
+    is neither stays as it is (and fails the caller's comparison)."""
+    from clerk.generator.wordings import KIND_OF_TYPE, load_question_set
+
+    templates = load_question_set().templates
+    back = {t.format(name=persona): q["question"] for q in session["questions"]
+            for t in templates.get(q["pred"], {}).get(KIND_OF_TYPE.get(q["type"], ""), ())}
+    out = []
+    for m in messages:
+        head, mark, question = m["content"].rpartition(prompts.QUESTION_MARK)
+        if m["role"] == "user" and mark and question in back:
+            m = {**m, "content": head + mark + back[question]}
+        out.append(m)
+    return out
+
+
 def assert_rows_match_timelines(dd, timelines, runtime=None) -> None:
-    """Every row is exactly the prompt built from its session; targets are the gold program (in the
-    program language, compiling back to gold_ops) / the gold answer over the row's view."""
+    """Every row is exactly the prompt built from its session (its questions in the catalogue's
+    wording or the reader set's); targets are the gold program (in the program language,
+    compiling back to gold_ops) / the gold answer over the row's view."""
     sessions = sessions_by_key(timelines)
     kinds = sorted({row["view"] for _, row in all_rows(dd) if row["task"] == "answer"})
     views = {(k, tl["name"], s["index"], tuple(q["question"] for q in qs)): text
@@ -107,6 +126,7 @@ def assert_rows_match_timelines(dd, timelines, runtime=None) -> None:
             assert compile_program(messages[-1]["content"], before, row["persona"], session["index"]).program == session["gold_ops"]
         else:
             assert row["task"] == "answer"
+            messages = as_asked_in_catalogue(messages, session, row["persona"])
             # One view, the questions that see it asked in turn, each followed by its gold answer.
             matches = [(key, text) for key, text in views.items() if key[:3] == (row["view"], row["persona"], row["session"])
                        and messages == prompts.answer_turns(text, [
@@ -192,7 +212,8 @@ class TestBuildSft:
         """Each split holds round_half_up(ratio * consolidate) answer examples, repeating questions
         only in whole passes plus a remainder when the pool is too small."""
         timelines = personas(4)
-        rows, info = build_rows(timelines, SFTDataConfig(seed=2, answer_ratio=ratio, val_fraction=0.5))
+        rows, info = build_rows(timelines, SFTDataConfig(seed=2, answer_ratio=ratio, val_fraction=0.5,
+                                                         reworded_questions=0.0))  # a repeat is then the same text
         for split, examples in rows.items():
             tasks = Counter(r["task"] for r in examples)
             assert tasks["answer"] == round_half_up(ratio * tasks["consolidate"])
@@ -346,7 +367,8 @@ class TestWriteSft:
         write_sft(dd, tmp_path / "sft", sft_stats(dd, config, info["question_pool"]))
         stats = json.loads((tmp_path / "sft" / "sft_stats.json").read_text())
         assert stats["config"] == {"seed": 1, "answer_ratio": 0.5, "val_fraction": 0.25,
-                                   "answer_views": {"ledger": 2, "full": 1}, "evict_weight": 2}
+                                   "answer_views": {"ledger": 2, "full": 1}, "evict_weight": 2,
+                                   "reworded_questions": 0.5}
         for split in ("train", "validation"):
             rows = dd[split].to_list()
             entry = stats["splits"][split]

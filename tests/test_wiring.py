@@ -203,7 +203,8 @@ class TestStageConfigs:
         the same question subset (locomo.subset_seed)."""
         config = load_and_validate(ROOT / "config/config.yaml", ROOT / "config/smoke.yaml")
         per_seed, once = (wiring.stage_config(config, stage) for stage in ("locomo", "locomo_shared"))
-        assert per_seed["systems"] == ["clerk"] and once["systems"] == ["prompted-ledger", "full", "summary-rag"]
+        assert per_seed["systems"] == ["clerk"]
+        assert once["systems"] == ["prompted-ledger", "full", "summary-rag", "null", "evidence"]
         assert per_seed["subset_seed"] == once["subset_seed"] == config["locomo"]["subset_seed"]
         for cfg in (per_seed, once):
             args = resolve(["locomo", "--model", "m", "--out", "o", "--seed", "137", "--config", json.dumps(cfg)])

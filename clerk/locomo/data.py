@@ -61,7 +61,7 @@ class Session:
     Attributes:
         index: 0-based position in the conversation (the ``now`` a writer sees).
         date: the date/time string exactly as the data gives it.
-        turns: ``[{"speaker": name, "text": text}, ...]`` in order.
+        turns: ``[{"speaker": name, "text": text}, ...]`` in order (``dia_id`` too where the file has it).
         summary: the dataset's session summary ("" when absent).
         session_id: the dataset's own name for it (``session_N``; N may skip numbers).
     """

@@ -16,7 +16,9 @@ KV cache reused (``clerk bench-locomo-prefix`` measures the saving). ``summary-r
 (``clerk/memory/summary_rag.py``) shows the top-k session summaries for the question by BM25.
 There is no gold ledger on LoCoMo, so only answer accuracy is scored (plus write-side health for
 ledger systems: parse failures, invalid ops). ``accuracy`` is over non-adversarial questions;
-adversarial questions are reported apart (``adversarial_accuracy``). Outputs: ``selection.json``,
+adversarial questions are reported apart (``adversarial_accuracy``: their gold option is the
+reader's own abstention answer, ``unknown``, an option of every question), and so is how often a
+system abstains on an answerable question (``abstention_rate``). Outputs: ``selection.json``,
 ``predictions.jsonl``, ``metrics.json`` (:data:`LOCOMO_SCHEMAS`) and the model writers' programs
 (``programs.jsonl.gz``, :mod:`clerk.evaluate.programs`: it holds conversation text, so like the
 predictions it is never committed), written by ``clerk locomo`` (:mod:`clerk.locomo.cli`).
@@ -40,6 +42,7 @@ from clerk.form import LedgerForm, normalise_subject
 from clerk.locomo.config import LocomoSection
 from clerk.locomo.data import CATEGORIES, Conversation, Question, Session, as_chat_turns
 from clerk.memory.base import EvalConfig, Runtime
+from clerk.prompts import UNKNOWN_ANSWER
 
 #: ``role`` of the leading pseudo-turn that carries a session's date (see :func:`session_record`).
 DATE_ROLE = "date"
@@ -70,6 +73,7 @@ LOCOMO_SCHEMAS: dict[str, dict[str, tuple]] = {
         "correct": (bool,),
         "read_tokens": (int,),  # tokens of the view text under the reader's tokenizer
         "truncated": (bool,),  # the view was cut (oldest first) to fit the reader's context
+        "abstained": (bool,),  # the reader chose the abstention option (prompts.UNKNOWN_ANSWER)
     },
     "metrics": {
         "schema": (str,),
@@ -94,8 +98,9 @@ LOCOMO_SCHEMAS: dict[str, dict[str, tuple]] = {
         "accuracy": (float, _N),  # over non-adversarial questions; None when there are none
         "accuracy_by_category": (dict,),  # ANSWERABLE -> float | None
         "n_by_category": (dict,),
-        "adversarial_accuracy": (float, _N),
+        "adversarial_accuracy": (float, _N),  # = the abstention rate on adversarial questions
         "n_adversarial": (int,),
+        "abstention_rate": (float, _N),  # abstained on a non-adversarial question (always wrong)
         "read_tokens_mean": (float, _N),
         "truncated_rate": (float, _N),
         "wall_seconds": (float,),  # writing + reading
@@ -164,10 +169,14 @@ def session_record(session: Session) -> dict[str, Any]:
     'date: 8 May 2023\\nAna: Hi'
     """
     turns = as_chat_turns(session)
+    # the turns' dialogue ids, where the file gives every turn one (the evidence oracle reads them)
+    ids = [str(t.get("dia_id") or "") for t in session.turns]
+    ids = ids if all(ids) else []
     if session.date:
         turns = [{"role": DATE_ROLE, "content": session.date}, *turns]
+        ids = [""] + ids if ids else []
     return {"index": session.index, "session_id": session.session_id, "date": session.date,
-            "summary": session.summary, "turns": turns, "questions": []}
+            "summary": session.summary, "turns": turns, "turn_ids": ids, "questions": []}
 
 
 def check_system_inputs(conversations: Sequence[Conversation], systems: dict[str, Any]) -> None:
@@ -181,7 +190,8 @@ def check_system_inputs(conversations: Sequence[Conversation], systems: dict[str
     from clerk.locomo.locomo10 import SOURCE_LOCAL, SUMMARY_FIELDS
     from clerk.locomo.percena import SOURCE_PERCENA
 
-    file_fields = {(SOURCE_LOCAL, "summary"): SUMMARY_FIELDS, (SOURCE_PERCENA, "summary"): "'haystack_session_summaries'"}
+    file_fields = {(SOURCE_LOCAL, "summary"): SUMMARY_FIELDS, (SOURCE_PERCENA, "summary"): "'haystack_session_summaries'",
+                   (SOURCE_LOCAL, "turn_ids"): "'dia_id' on every turn", (SOURCE_PERCENA, "turn_ids"): "turn ids"}
     total = sum(len(conv.sessions) for conv in conversations)
     for name, system in systems.items():
         for field in getattr(system, "session_fields", ()):
@@ -225,7 +235,8 @@ def question_time(conv: Conversation) -> dict[str, Any]:
 
 def question_record(q: Question) -> dict[str, Any]:
     """The question dict the MC reader scores (``question``, ``options``, ``correct``)."""
-    return {"question": q.question, "options": list(q.options), "correct": q.correct, "id": q.question_id}
+    return {"question": q.question, "options": list(q.options), "correct": q.correct, "id": q.question_id,
+            "evidence": list(q.evidence)}
 
 
 def mean_or_none(values: Sequence[float]) -> float | None:
@@ -255,6 +266,7 @@ def _summarize_system(system: Any, rows: list[dict], writes: list[Any], finals: 
         "n_by_category": {c: sum(1 for r in rows if r["category"] == c) for c in ANSWERABLE},
         "adversarial_accuracy": mean_or_none([float(r["correct"]) for r in adversarial]),
         "n_adversarial": len(adversarial),
+        "abstention_rate": mean_or_none([float(r["abstained"]) for r in answerable]),
         "read_tokens_mean": mean_or_none([float(r["read_tokens"]) for r in rows]),
         "truncated_rate": mean_or_none([float(r["truncated"]) for r in rows]),
         "wall_seconds": float(write_s + read_s),
@@ -323,7 +335,7 @@ def _prediction(q: Question, conv: Conversation, name: str, reader: str, chosen:
         "question_id": q.question_id, "conversation": conv.conv_id, "category": q.category,
         "raw_label": q.raw_label, "adversarial": bool(q.adversarial), "system": name, "reader": reader,
         "chosen": int(chosen), "correct_index": q.correct, "correct": int(chosen) == q.correct,
-        "read_tokens": read_tokens, "truncated": bool(truncated),
+        "read_tokens": read_tokens, "truncated": bool(truncated), "abstained": q.options[chosen] == UNKNOWN_ANSWER,
     }
 
 

@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from clerk import prompts
 from clerk.errors import UserError
 from clerk.locomo.data import (
     NUM_OPTIONS,
@@ -36,11 +37,14 @@ from clerk.locomo.data import (
     require_field,
 )
 
-#: Gold option of adversarial questions built from ``locomo10.json``.
-NOT_MENTIONED = "Not mentioned in the conversation."
+#: Gold option of adversarial questions built from ``locomo10.json``, and an option of every other
+#: question: the reader's own abstention answer (what it was trained to say when its memory holds
+#: no answer), so that abstaining is a choice it can make.
+NOT_MENTIONED = prompts.UNKNOWN_ANSWER
 SOURCE_LOCAL = "LoCoMo-MC10-local"
 
 _SESSION_KEY = re.compile(r"session_(\d+)")
+_DIA_ID = re.compile(r"D\d+:\d+")
 _SUMMARY_KEY = re.compile(r"session_\d+_summary")
 #: Where a locomo10.json sample's summaries may be, as error messages name it.
 SUMMARY_FIELDS = "'session_summary' (a block of 'session_N_summary' keys) or top-level 'session_N_summary' keys"
@@ -109,6 +113,17 @@ def build_mc_options(gold: str, pools: Sequence[Sequence[str]], rng: random.Rand
 # --- reading the file ----------------------------------------------------------------------
 
 
+def evidence_ids(raw: Any) -> list[str]:
+    """A question's annotated evidence as dialogue ids, in order, without repeats: the file lists
+    one id per item, but some items hold several ids joined by ``;``, commas or spaces.
+
+    >>> evidence_ids(["D1:3", "D2:8; D2:9", "D2:9", "D10:1 D10:2"]), evidence_ids(None)
+    (['D1:3', 'D2:8', 'D2:9', 'D10:1', 'D10:2'], [])
+    """
+    found = [m for item in raw or [] for m in _DIA_ID.findall(str(item))]
+    return list(dict.fromkeys(found))
+
+
 def _turn_text(turn: dict[str, Any]) -> str:
     """Text of a ``locomo10.json`` turn, with a shared photo's caption spelled out.
 
@@ -138,7 +153,7 @@ def _locomo10_sessions(conversation: dict, summaries: dict, where: str) -> list[
         for j, turn in enumerate(raw_turns):
             if not isinstance(turn, dict) or "speaker" not in turn:
                 raise UserError(f"{where}: conversation.session_{n}[{j}] expected {{speaker, dia_id, text}}, got {turn!r:.80}")
-            turns.append({"speaker": str(turn["speaker"]), "text": _turn_text(turn)})
+            turns.append({"speaker": str(turn["speaker"]), "text": _turn_text(turn), "dia_id": str(turn.get("dia_id") or "")})
         sessions.append(
             Session(
                 index=index,
@@ -261,7 +276,7 @@ def _build_question(conv_id: str, k: int, qa: dict, category: str, gold_text: st
         options=options,
         correct=correct,
         adversarial=adversarial,
-        evidence=[str(e) for e in qa.get("evidence") or []],
+        evidence=evidence_ids(qa.get("evidence")),
         answer=gold,
         raw_label=str(qa["category"]),
     )

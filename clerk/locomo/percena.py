@@ -10,7 +10,8 @@ of sessions, each a list of OpenAI-style ``{"role", "content"}`` turns: the firs
 whole conversation repeats in every line, so lines are grouped by conversation and the
 conversation is kept once, sessions in their given order. Its ``source`` is
 ``Percena/locomo-mc10``. Its ``question_type`` labels are mis-mapped; the corrected names come
-from :func:`clerk.locomo.data.category_from_percena`.
+from :func:`clerk.locomo.data.category_from_percena`. Its abstention choice ("Not mentioned in the
+conversation") is read as the reader's own abstention answer, ``unknown`` (:func:`abstention_option`).
 
     clerk locomo-inspect --data tests/fixtures/locomo/locomo_mc10_mini.json
 """
@@ -23,8 +24,11 @@ from pathlib import Path
 
 from clerk.errors import UserError
 from clerk.locomo.data import NUM_OPTIONS, Conversation, Question, Session, category_from_percena, require_field
+from clerk.prompts import UNKNOWN_ANSWER
 
 SOURCE_PERCENA = "Percena/locomo-mc10"
+#: How the set words abstention (case, spaces and a final period ignored); replaced on load.
+_SET_ABSTENTION = "not mentioned in the conversation"
 
 
 def conv_id_from_question_id(question_id: str) -> str:
@@ -93,7 +97,17 @@ def _checked_choices(record: dict, where: str) -> tuple[list, int]:
     correct = require_field(record, "correct_choice_index", int, where)
     if not 0 <= correct < NUM_OPTIONS:
         raise UserError(f"{where}: field 'correct_choice_index' expected 0-{NUM_OPTIONS - 1}, got {correct}")
-    return choices, correct
+    return [abstention_option(c) for c in choices], correct
+
+
+def abstention_option(choice: str) -> str:
+    """A choice, with the set's abstention wording replaced by the reader's own abstention answer
+    (the one it was trained to give when its memory holds no answer), so abstaining can be chosen.
+
+    >>> abstention_option("Not mentioned in the conversation"), abstention_option("Lisbon")
+    ('unknown', 'Lisbon')
+    """
+    return UNKNOWN_ANSWER if " ".join(choice.split()).rstrip(".").casefold() == _SET_ABSTENTION else choice
 
 
 def _track_conversation(convs: dict[str, Conversation], fingerprints: dict[str, tuple[int, list]],

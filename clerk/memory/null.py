@@ -1,4 +1,5 @@
-"""``null``: empty memory, no writer; the plumbing check (and the no-memory floor of the reader).
+"""``null``: empty memory, no writer; the plumbing check, and the no-memory floor of the reader (on
+LoCoMo, the row that reads only the question).
 
     clerk evaluate --timelines T.jsonl --model M --systems null --out OUT
 """
@@ -6,11 +7,11 @@
 from __future__ import annotations
 
 from clerk.memory.base import MemorySystem, View, WriteResult
-from clerk.memory.registry import SYNTHETIC, register_memory
+from clerk.memory.registry import LOCOMO, SYNTHETIC, register_memory
 
 
 # No answer view: its view is always empty.
-@register_memory("null", order=80, benchmarks=(SYNTHETIC,))
+@register_memory("null", order=80, benchmarks=(SYNTHETIC, LOCOMO))
 class NullMemory(MemorySystem):
     """Remembers nothing: every view is the empty string."""
 

@@ -25,10 +25,12 @@ from clerk.locomo.evaluation import LOCOMO_METRICS_SCHEMA_ID
 
 #: Per-seed value columns of table 2 (aggregated over seeds into ``<col>_{n,mean,sd,ci_low,ci_high}``).
 TABLE2_VALUES = ("accuracy", "single_hop", "multi_hop", "temporal", "open_domain", "adversarial",
-                 "read_tokens", "truncated_rate", "n_questions", "invalid_op_rate", "occupied_mean", "n_adversarial")
+                 "read_tokens", "truncated_rate", "n_questions", "invalid_op_rate", "occupied_mean", "n_adversarial",
+                 "abstention_rate")
 #: Markdown headers of the compact table 2 (category names as in :data:`clerk.locomo.data.CATEGORIES`).
 _TABLE2_MD = (("accuracy", "accuracy"), ("single_hop", "single-hop"), ("multi_hop", "multi-hop"),
               ("temporal", "temporal"), ("open_domain", "open-domain"), ("adversarial", "adversarial"),
+              ("abstention_rate", "abstained when answerable"),
               ("read_tokens", "read tokens"), ("truncated_rate", "truncated"), ("invalid_op_rate", "invalid ops"))
 
 
@@ -69,7 +71,8 @@ def table2_rows(metrics_files: Sequence[str | Path]) -> list[dict[str, Any]]:
                 "adversarial": nan(s["adversarial_accuracy"]), "read_tokens": nan(s["read_tokens_mean"]),
                 "truncated_rate": nan(s["truncated_rate"]), "n_questions": float(s["n_questions"]),
                 "invalid_op_rate": nan(s.get("invalid_op_rate")), "occupied_mean": nan(s.get("occupied_mean")),
-                "n_adversarial": float(s["n_adversarial"]), "budget": metrics["config"].get("budget"),
+                "n_adversarial": float(s["n_adversarial"]), "abstention_rate": nan(s.get("abstention_rate")),
+                "budget": metrics["config"].get("budget"),
             })
     if not rows:
         raise UserError("--metrics: expected at least one metrics file with systems, got none")

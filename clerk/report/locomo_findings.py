@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from clerk.locomo.locomo10 import NOT_MENTIONED
 from clerk.prompts import UNKNOWN_ANSWER
 
 
@@ -35,12 +34,36 @@ def _mean(rows: list[dict[str, Any]], col: str) -> float:
     return sum(values) / len(values) if values else math.nan
 
 
+def bounds_sentences(by: dict[str, list[dict[str, Any]]], reference: str) -> list[str]:
+    """What the floor (``null``: the question alone) and the ceiling (``evidence``: each question's
+    annotated evidence turns) bound: the table's width and the share of it the reference closes.
+
+    >>> rows = {"clerk": [{"accuracy": 0.3}], "null": [{"accuracy": 0.2}], "evidence": [{"accuracy": 0.6}]}
+    >>> print(bounds_sentences(rows, "clerk")[1])
+    clerk closes 0.25 of that gap (0.300; 0 = no memory, 1 = the evidence).
+    """
+    from clerk.memory.evidence import EvidenceMemory
+    from clerk.memory.null import NullMemory
+
+    floor, ceiling = NullMemory.name, EvidenceMemory.name
+    if floor not in by or ceiling not in by:
+        return []
+    low, high, mine = _mean(by[floor], "accuracy"), _mean(by[ceiling], "accuracy"), _mean(by[reference], "accuracy")
+    out = [f"With no memory ({floor}: the reader sees the question alone) the reader scores {low:.3f}; given only "
+           f"each question's annotated evidence turns and their session dates ({ceiling}) it scores {high:.3f}, "
+           f"so the instrument separates a memory that kept the right turns from none by {high - low:+.3f}."]
+    if high - low > 0:
+        out.append(f"{reference} closes {(mine - low) / (high - low):.2f} of that gap "
+                   f"({mine:.3f}; 0 = no memory, 1 = the evidence).")
+    return out
+
+
 def locomo_findings(rows: list[dict[str, Any]]) -> str:
     """The paragraph (Markdown) for table 2's per-(seed, system) ``rows``; "" without rows of the
     reference system (clerk: ``MEMORY_REGISTRY.reference()``).
 
     >>> row = dict(system="clerk", seed=1, invalid_op_rate=0.5, occupied_mean=6.0, read_tokens=70.0,
-    ...            truncated_rate=0.0, adversarial=0.0, n_adversarial=2.0, budget=12)
+    ...            truncated_rate=0.0, adversarial=0.0, n_adversarial=2.0, abstention_rate=0.0, budget=12)
     >>> full = dict(row, system="full", invalid_op_rate=math.nan, occupied_mean=math.nan,
     ...             read_tokens=7000.0, truncated_rate=1.0)
     >>> print(locomo_findings([row, full])[:120])
@@ -71,15 +94,16 @@ def locomo_findings(rows: list[dict[str, Any]]) -> str:
         parts.append(f"It reads {mine:.0f} tokens per question against full context's {theirs:.0f} "
                      f"(1/{theirs / mine:.0f}), whose view was cut to the reader's context "
                      f"on {_mean(by[full], 'truncated_rate'):.2f} of the questions.")
+    parts += bounds_sentences(by, reference)
     n_adv = int(round(_mean(clerk, "n_adversarial")))
     adversarial = {name: _mean(rs, "adversarial") for name, rs in by.items()}
-    if n_adv and all(v == 0 for v in adversarial.values()):
-        parts.append(f"No system chose the abstention option on any of the {n_adv} adversarial questions: the "
-                     f"reader was trained to abstain with `{UNKNOWN_ANSWER}`, and the local options phrase "
-                     f"abstention as \"{NOT_MENTIONED}\", so this instrument cannot abstain on LoCoMo.")
-    elif n_adv:
-        parts.append(f"On the {n_adv} adversarial questions the accuracy is "
-                     + ", ".join(f"{name} {v:.3f}" for name, v in adversarial.items()) + ".")
+    wrongly = {name: _mean(rs, "abstention_rate") for name, rs in by.items()}
+    if n_adv:
+        parts.append(f"Every question offers the reader's own abstention answer (`{UNKNOWN_ANSWER}`), the gold "
+                     f"option of the {n_adv} adversarial questions, where a system's accuracy is its abstention rate: "
+                     + ", ".join(f"{name} {v:.3f}" for name, v in adversarial.items()) + "; on answerable questions it "
+                     "abstained (always wrongly) at " + ", ".join(f"{name} {v:.3f}" for name, v in wrongly.items()
+                                                               if not math.isnan(v)) + ".")
     parts.append("The benchmark has known flaws: some gold answers are wrong, and no question asks about a fact "
                  "that changed, which is what UPDATE and TOMBSTONE are for; LoCoMo measures the recall of facts "
                  "stated in passing, not the supersession the ledger is built for.")

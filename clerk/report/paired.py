@@ -82,9 +82,9 @@ def _load(paths: list[str]) -> dict[tuple, dict[str, dict[tuple, bool]]]:
     return units
 
 
-def _pairs(per_unit: dict[str, dict[tuple, bool]], system: str) -> tuple[int, int, int]:
-    """(clerk correct, system correct, questions) over the questions both answered in one unit."""
-    ref, other = per_unit.get(REFERENCE, {}), per_unit.get(system, {})
+def _pairs(per_unit: dict[str, dict[tuple, bool]], system: str, reference: str = REFERENCE) -> tuple[int, int, int]:
+    """(reference correct, system correct, questions) over the questions both answered in one unit."""
+    ref, other = per_unit.get(reference, {}), per_unit.get(system, {})
     common = sorted(set(ref) & set(other))
     return sum(ref[k] for k in common), sum(other[k] for k in common), len(common)
 
@@ -105,21 +105,22 @@ def machine_margin(tolerances: str | None, table: str = "table_paired.csv") -> f
 
 
 def paired_from_units(units: dict[tuple, dict[str, dict[Any, bool]]], n_boot: int = N_BOOT,
-                      margin: float = 0.0) -> list[dict[str, Any]]:
+                      margin: float = 0.0, reference: str = REFERENCE) -> list[dict[str, Any]]:
     """:func:`paired_rows` over units already loaded: ``(split, seed, unit) -> system -> question
     key -> correct`` (a unit is what the bootstrap resamples: a persona, a LoCoMo conversation);
-    ``conclusive`` needs the interval to clear zero by more than ``margin``."""
+    ``reference`` minus every other system; ``conclusive`` needs the interval to clear zero by more
+    than ``margin``."""
     import numpy as np
     from scipy import stats
 
     splits = sorted({key[0] for key in units})
-    systems = ordered(sorted({s for per in units.values() for s in per if s != REFERENCE}), SYSTEM_ORDER)
+    systems = ordered(sorted({s for per in units.values() for s in per if s != reference}), SYSTEM_ORDER)
     rows = []
     for split in splits:
         # Sorted units: the bootstrap's draws index them, so the order the files came in must not matter.
-        mine = {key: units[key] for key in sorted(units) if key[0] == split and REFERENCE in units[key]}
+        mine = {key: units[key] for key in sorted(units) if key[0] == split and reference in units[key]}
         for system in systems:
-            counts = {key: _pairs(per, system) for key, per in mine.items() if system in per}
+            counts = {key: _pairs(per, system, reference) for key, per in mine.items() if system in per}
             counts = {key: c for key, c in counts.items() if c[2]}
             if not counts:
                 continue
@@ -136,7 +137,7 @@ def paired_from_units(units: dict[tuple, dict[str, dict[Any, bool]]], n_boot: in
             low, high = float(boot.confidence_interval.low), float(boot.confidence_interval.high)
             seed_stats = aggregate(per_seed)
             rows.append({
-                "split": split, "system": system, "reference": REFERENCE, "n_seeds": len(seeds),
+                "split": split, "system": system, "reference": reference, "n_seeds": len(seeds),
                 "n_personas": len(counts), "n_questions": int(n_q.sum()), "delta": float(delta),
                 "boot_low": low, "boot_high": high, "margin": float(margin),
                 "conclusive": bool(low > margin or high < -margin),

@@ -24,15 +24,21 @@ def read_json(path: str | Path, what: str) -> dict:
     return read(path, what, shape=dict)
 
 
+#: The cells a result CSV writes for a missing value (``write_csv``: NaN as empty or ``nan``).
+NA_VALUES = ["", "nan", "NaN"]
+
+
 def read_csv(path: str | Path, what: str, columns: tuple[str, ...]):
-    """A CSV result file as a DataFrame; UserError when it is missing or lacks one of ``columns``."""
+    """A CSV result file as a DataFrame; UserError when it is missing or lacks one of ``columns``.
+    Only an empty cell or ``nan`` is missing: a system named ``null`` stays a name (pandas would
+    read it, like ``None`` or ``NA``, as a missing value)."""
     import pandas as pd
 
     from clerk.inputs import read_text
 
     text = read_text(path, what, "a CSV file")  # missing, folder, not UTF-8
     try:
-        df = pd.read_csv(io.StringIO(text))
+        df = pd.read_csv(io.StringIO(text), keep_default_na=False, na_values=NA_VALUES)
     except (pd.errors.EmptyDataError, pd.errors.ParserError) as err:
         raise UserError(f"{what} must be a CSV file, got {str(path)!r}, which cannot be read as CSV "
                         f"({' '.join(str(err).split())})") from None

@@ -23,7 +23,8 @@ def main(args: Any) -> None:
     from clerk.memory import EvalConfig, Runtime
 
     config = SFTDataConfig(seed=args.seed, answer_ratio=args.answer_ratio, val_fraction=args.val_fraction,
-                           answer_views=parse_weights(args.answer_views), evict_weight=args.evict_weight)
+                           answer_views=parse_weights(args.answer_views), evict_weight=args.evict_weight,
+                           reworded_questions=args.reworded_questions)
     runtime = None
     if args.tokenizer is not None:
         runtime = Runtime(EvalConfig(window_k=args.window_k, rag_k=args.rag_k), model_dir=args.tokenizer)

@@ -29,6 +29,10 @@ class SFTSection:
     # No default: how much to oversample EVICT is the profile's choice (clerk build-sft alone: 1, none extra).
     evict_weight: int = setting(help="copies of each CONSOLIDATE example whose gold program evicts", minimum=1,
                                 verbs=("build-sft",), metavar="N")
+    reworded_questions: float = setting(
+        0.5, help="share of the ANSWER examples' questions asked in a wording of the training-only question set "
+        "(clerk/phrasing/reader_questions.yaml) instead of the catalogue's (0 = the catalogue's only)",
+        minimum=0, maximum=1, verbs=("build-sft",), metavar="P")
     val_fraction: float = setting(0.1, help="share of training personas held out as the validation split",
                                   exclusive_minimum=0, exclusive_maximum=1, verbs=("build-sft",), metavar="Y")
 

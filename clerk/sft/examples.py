@@ -26,6 +26,12 @@ are questions. An empty pool gives no answer examples (the stats say so). ``evic
 repeats each CONSOLIDATE example whose gold program evicts that many times (1 = no
 oversampling), so the rarest decision gets more of the training budget.
 
+**Question wording.** With ``reworded_questions`` p > 0 each question of an ANSWER row is asked,
+with probability p, in a wording of the reader's training-only question set
+(``clerk/phrasing/reader_questions.yaml``, :mod:`clerk.generator.wordings`) for its predicate and
+type, drawn per question, so a (session, view) group drawn twice is asked in two wordings. The
+answer and the view do not change; CONSOLIDATE rows never hold a question.
+
 **Determinism.** Every random choice uses its own ``random.Random`` seeded from the string
 ``"clerk.sft:<purpose>:<seed>"`` (string seeds are hashed with SHA-512 by ``random``, so
 ``PYTHONHASHSEED`` plays no part). Each split's fingerprint is the SHA-256 of its rows, so
@@ -66,6 +72,8 @@ class SFTDataConfig:
         answer_views: view kind -> weight of its share of the ANSWER examples
             (the registry's ``MEMORY_REGISTRY.view_kinds()``; weights > 0).
         evict_weight: copies of each CONSOLIDATE example whose gold program has an EVICT (>= 1).
+        reworded_questions: share of the ANSWER rows' questions asked in a wording of the
+            training-only question set (``clerk.generator.wordings``), in [0, 1]; 0 = none.
     """
 
     seed: int
@@ -73,6 +81,7 @@ class SFTDataConfig:
     val_fraction: float = SFTSection.val_fraction
     answer_views: dict[str, float] = field(default_factory=lambda: {"ledger": 1.0})
     evict_weight: int = 1
+    reworded_questions: float = SFTSection.reworded_questions
 
     def __post_init__(self) -> None:
         if type(self.seed) is not int:
@@ -90,6 +99,8 @@ class SFTDataConfig:
             raise UserError(f"answer_views weights must be numbers > 0, got {self.answer_views!r}")
         if type(self.evict_weight) is not int or self.evict_weight < 1:
             raise UserError(f"evict_weight must be an int >= 1, got {self.evict_weight!r}")
+        if not _is_number(self.reworded_questions) or not 0 <= self.reworded_questions <= 1:
+            raise UserError(f"reworded_questions must be a number in [0, 1], got {self.reworded_questions!r}")
 
 
 def _is_number(x: Any) -> bool:
@@ -163,9 +174,12 @@ def consolidate_example(timeline: dict[str, Any], session: dict[str, Any]) -> di
     return {"messages": messages, "task": "consolidate", "persona": timeline["name"], "session": session["index"]}
 
 
-def answer_example(timeline: dict[str, Any], session: dict[str, Any], questions: list[dict[str, Any]], view: str) -> dict[str, Any]:
-    """The ANSWER row of one view: its questions in turn, each -> the gold answer (``prompts.answer_turns``)."""
-    messages = prompts.answer_turns(view, [(q["question"], q["answer"]) for q in questions])
+def answer_example(timeline: dict[str, Any], session: dict[str, Any], questions: list[dict[str, Any]], view: str,
+                   wording: Any = None) -> dict[str, Any]:
+    """The ANSWER row of one view: its questions in turn, each -> the gold answer (``prompts.answer_turns``).
+    ``wording``: a function (question, persona name) -> the question's text (default: its own)."""
+    ask = wording or (lambda q, name: q["question"])
+    messages = prompts.answer_turns(view, [(ask(q, timeline["name"]), q["answer"]) for q in questions])
     return {"messages": messages, "task": "answer", "persona": timeline["name"], "session": session["index"]}
 
 
@@ -244,6 +258,18 @@ def view_shares(n: int, weights: dict[str, float]) -> dict[str, int]:
     return out
 
 
+def _wording(config: SFTDataConfig, purpose: str) -> Any:
+    """The question wording of one split's ANSWER rows of one view kind: None (the catalogue's)
+    when ``reworded_questions`` is 0, so such a build draws nothing more than before; else a
+    share of the questions reworded from the training-only set, with an RNG of its own."""
+    if config.reworded_questions == 0:
+        return None
+    from clerk.generator.wordings import load_question_set
+
+    questions, rng = load_question_set(), derived_rng(config.seed, purpose)
+    return lambda q, name: questions.reword(q, name, config.reworded_questions, rng)
+
+
 def build_rows(timelines: list[dict[str, Any]], config: SFTDataConfig, runtime: Any = None) -> tuple[dict[str, list[dict]], dict[str, Any]]:
     """The shuffled rows of each split and the numbers behind them (no ``datasets`` needed).
 
@@ -281,7 +307,8 @@ def build_rows(timelines: list[dict[str, Any]], config: SFTDataConfig, runtime: 
         for kind, n in shares.items():
             pool = [(tl, s, text, qs) for k, tl, s, text, qs in views if k == kind and assignment[tl["name"]] == split]
             drawn = _answer_draw(pool, n, derived_rng(config.seed, f"answers:{split}:{kind}"))
-            examples = examples + [{**answer_example(tl, s, qs, text), "view": kind} for tl, s, text, qs in drawn]
+            wording = _wording(config, f"reword:{split}:{kind}")
+            examples = examples + [{**answer_example(tl, s, qs, text, wording), "view": kind} for tl, s, text, qs in drawn]
             pools[split][kind] = len(pool)
         examples = [{"view": "", **row} if "view" not in row else row for row in examples]
         derived_rng(config.seed, f"shuffle:{split}").shuffle(examples)

@@ -70,6 +70,34 @@ rule table_paired:
         " --markdown {output.md:q} --tolerances {input.tolerances:q} > {log:q} 2>&1"
 
 
+# Where the policy fails: its first error per session, by op and wording (the kept programs).
+rule table_errors:
+    input:
+        timelines=expand(
+            "results/data/{seed}/{split}.jsonl", seed=SEEDS, split=EVAL_SPLITS
+        ),
+        programs=expand(
+            "results/eval/{seed}/{split}/programs.jsonl.gz",
+            seed=SEEDS,
+            split=EVAL_SPLITS,
+        ),
+        code=code("table-errors"),
+    output:
+        csv="results/table_errors.csv",
+        md="results/table_errors.md",
+    log:
+        log_path("table_errors"),
+    benchmark:
+        benchmark_path("table_errors")
+    conda:
+        ENV
+    resources:
+        **rule_resources("table_errors"),
+    shell:
+        "clerk table-errors --timelines {input.timelines:q} --programs {input.programs:q}"
+        " --out {output.csv:q} --markdown {output.md:q} > {log:q} 2>&1"
+
+
 rule table_eviction:
     input:
         csv=expand("results/eviction/{seed}.csv", seed=SEEDS),
