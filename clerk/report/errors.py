@@ -5,7 +5,7 @@ The evaluation keeps every program a model writer wrote (``programs.jsonl.gz``,
 and asks, for every gold event of every session (a fact stated, changed or retracted in one user
 line), whether the writer's program for that session reproduced its op. Only programs written
 from the gold ledger count: the teacher-forced rewrite where the writer's own ledger had drifted,
-else the closed-loop write when its ledger still equalled gold (so an error here is the writer's
+else the closed-loop write when its ledger still held the gold facts (so an error here is the writer's
 own, not the echo of an earlier one). Sessions whose ledger had drifted and that were not
 rewritten teacher-forced are left out and counted.
 
@@ -95,50 +95,61 @@ def wording(event: dict[str, Any], phrase: str, old: str | None) -> dict[str, st
     return out
 
 
-def _gold_op(event: dict[str, Any], subject: str) -> tuple:
-    """The canonical tuple (``clerk.metrics.canonical_ops``) of an event's gold op."""
-    if event["kind"] == "TOMBSTONE":
-        return ("TOMBSTONE", subject, event["pred"])
-    return (event["kind"], subject, event["pred"], event["value"])
-
-
-def session_errors(session: dict[str, Any], subject: str, ops: list) -> tuple[list[bool], str | None]:
-    """For one session written from its gold ledger: per event, whether the program missed its op;
-    and the kind of the session's first error (an event's op, ``EVICT``, ``extra <OP>``,
-    ``invalid <OP>``) or None.
+def session_errors(session: dict[str, Any], ops: list) -> tuple[list[tuple[str | None, bool]], str | None]:
+    """For one session written from its gold ledger: per event, its gold op's kind and whether the
+    program missed that op (an event's gold op is the one that touches its predicate: an UPDATE of a
+    fact evicted earlier is an ADD; the retraction of a fact the ledger no longer holds has none,
+    None); and the kind of the session's first error (an event's op,
+    ``EVICT``, ``extra <OP>``, ``invalid <OP>``) or None.
 
     >>> s = {"index": 1, "ledger_before": L.empty_ledger(2), "events": [
     ...     {"kind": "ADD", "pred": "job", "value": "chef", "text": "I'm a chef."}],
     ...     "gold_ops": [{"op": "ADD", "s": "Ari", "p": "job", "o": "chef"}]}
-    >>> session_errors(s, "Ari", [{"op": "ADD", "s": "Ari", "p": "job", "o": "chef"}])
-    ([False], None)
-    >>> session_errors(s, "Ari", [{"op": "ADD", "s": "Ari", "p": "job", "o": "cook"}])
-    ([True], 'ADD')
+    >>> session_errors(s, [{"op": "ADD", "s": "Ari", "p": "job", "o": "chef"}])
+    ([('ADD', False)], None)
+    >>> session_errors(s, [{"op": "ADD", "s": "Ari", "p": "job", "o": "cook"}])
+    ([('ADD', True)], 'ADD')
     """
     from clerk.metrics import canonical_ops
 
     before, now = session["ledger_before"], session["index"]
-    gold = Counter(canonical_ops(before, session["gold_ops"], now))
+    gold_ops = canonical_ops(before, session["gold_ops"], now)
     mine = Counter(canonical_ops(before, ops, now))
-    missed_ops, extra = gold - mine, list((mine - gold).elements())
-    missed = []
+    missed_ops, extra = Counter(gold_ops) - mine, list((mine - Counter(gold_ops)).elements())
+    unused = [op for op in gold_ops if op[0] != "EVICT"]
+    out = []
     for event in session["events"]:
-        op = _gold_op(event, subject)
-        missed.append(missed_ops[op] > 0)
+        op = next((op for op in unused if op[2] == event["pred"]), None)
+        if op is None:  # nothing to write: e.g. the retraction of a fact the ledger no longer holds
+            out.append((None, False))
+            continue
+        unused.remove(op)
+        out.append((op[0], missed_ops[op] > 0))
         if missed_ops[op] > 0:
             missed_ops[op] -= 1
-    first = next((e["kind"] for e, m in zip(session["events"], missed) if m), None)
+    first = next((kind for kind, miss in out if miss), None)
     if first is None and any(op[0] == "EVICT" and n > 0 for op, n in missed_ops.items()):
         first = "EVICT"
     if first is None and extra:
         first = f"invalid {extra[0][1] or 'op'}" if extra[0][0] == "INVALID" else f"extra {extra[0][0]}"
-    return missed, first
+    return out, first
+
+
+def facts(ledger: L.Ledger) -> list[tuple]:
+    """The facts of a ledger, slot by slot: (slot, subject, predicate, value, validity, previous
+    value) of each occupied slot; what the reads of a session change (uses, time stamps) is left out.
+
+    >>> facts([{"i": 0, "s": "Ari", "p": "job", "o": "chef", "prev": None, "v": 1, "born": 0, "t": 2, "uses": 5}, {"i": 1}])
+    [(0, 'Ari', 'job', 'chef', 1, None)]
+    """
+    return sorted((slot["i"], slot["s"], slot["p"], slot["o"], slot["v"], slot["prev"]) for slot in L.occupied(ledger))
 
 
 def gold_written(rows: list[dict[str, Any]], timeline: dict[str, Any]) -> dict[int, list]:
     """Session index -> the ops the writer wrote from the gold ledger before it: the teacher-forced
-    rewrite where there is one, else the closed-loop write when the ledger it was written against
-    (the previous write's) serializes as the gold one; drifted sessions without a rewrite are absent."""
+    rewrite where there is one (the evaluation rewrites exactly the sessions whose ledger had
+    drifted), else the closed-loop write when the ledger it was written against (the previous
+    write's) holds the gold ledger's facts; drifted sessions without a rewrite are absent."""
     closed = {r["session"]: r for r in rows if not r["teacher_forced"]}
     forced = {r["session"]: r for r in rows if r["teacher_forced"]}
     out: dict[int, list] = {}
@@ -147,8 +158,10 @@ def gold_written(rows: list[dict[str, Any]], timeline: dict[str, Any]) -> dict[i
         if index in forced:
             out[index] = forced[index]["ops"]
             continue
-        before = closed.get(index - 1, {}).get("ledger") if index else L.serialize(L.empty_ledger(timeline["budget"]))
-        if index in closed and before == L.serialize(session["ledger_before"]):
+        previous = closed.get(index - 1, {}).get("ledger")
+        before = L.deserialize(previous) if index and previous is not None else \
+            L.empty_ledger(timeline["budget"]) if not index else None
+        if index in closed and before is not None and facts(before) == facts(session["ledger_before"]):
             out[index] = closed[index]["ops"]
     return out
 
@@ -170,13 +183,15 @@ def event_rows(timelines: list[dict[str, Any]], programs: list[dict[str, Any]], 
                 counts["sessions drifted, not rewritten"] += 1
                 continue
             counts["sessions"] += 1
-            missed, first = session_errors(session, tl["name"], written[session["index"]])
-            first_at = next((k for k, m in enumerate(missed) if m), None)
-            for k, (event, miss) in enumerate(zip(session["events"], missed)):
+            per_event, first = session_errors(session, written[session["index"]])
+            first_at = next((k for k, (_, miss) in enumerate(per_event) if miss), None)
+            for k, (event, (op, miss)) in enumerate(zip(session["events"], per_event)):
+                if op is None:
+                    continue
                 i = L.find(session["ledger_before"], tl["name"], event["pred"])
                 old = session["ledger_before"][i]["o"] if i is not None else None
-                out.append({"split": split, "seed": seed, "op": event["kind"], "missed": miss, "first": k == first_at,
-                            **wording(event, phrases[event["pred"]], old)})
+                out.append({"split": split, "seed": seed, "op": op, "missed": miss, "first": k == first_at,
+                            **wording({**event, "kind": op}, phrases[event["pred"]], old)})
             if first is not None and first_at is None:
                 out.append({"split": split, "seed": seed, "op": first, "missed": True, "first": True})
     return out, dict(counts)
