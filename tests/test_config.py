@@ -29,8 +29,8 @@ def _set(config: dict, dotted: str, value) -> dict:
     return config
 
 
-MEMORY = "['add-only', 'clerk', 'clerk-unconstrained', 'full', 'null', 'oracle', 'prompted-ledger', 'rag', 'window']"
-LOCOMO = "['clerk', 'prompted-ledger', 'full', 'null', 'summary-rag', 'evidence']"
+MEMORY = "['add-only', 'clerk', 'clerk-repair', 'clerk-unconstrained', 'full', 'null', 'oracle', 'prompted-ledger', 'rag', 'window']"
+LOCOMO = "['clerk', 'clerk-repair', 'prompted-ledger', 'full', 'null', 'summary-rag', 'evidence']"
 POLICIES = "['decay', 'fifo', 'lfu', 'lru', 'random', 'salience', 'unbounded']"
 #: (field, bad value, the message line): a bad name in every registry-backed list and field, and
 #: the other mistakes that used to pass the dry run and fail only inside a job.
@@ -79,7 +79,7 @@ BAD_CONFIGS = [
     ("train.lora_layers", 2.0, "config.train.lora_layers: 2.0 is a float, not an integer (write 2)"),
     ("reader.precision", "bf16", "config.reader.precision: 'bf16' is not one of ['auto', 'fp32', 'bf16-frozen']"),
     ("evaluate.teacher_forced", ["oracle"], "config.evaluate.teacher_forced: 'oracle' is not a model writer (allowed: "
-                                            "the model writers ['clerk', 'clerk-unconstrained', 'prompted-ledger']"),
+                                            "the model writers ['clerk', 'clerk-repair', 'clerk-unconstrained', 'prompted-ledger']"),
     ("evaluate.teacher_forced", ["clerk-unconstrained"], "config.evaluate.teacher_forced: 'clerk-unconstrained' is not "
                                                          "in config.evaluate.systems"),
     ("evaluate.teacher_forced", ["clerkk"], f"config.evaluate.teacher_forced.0: 'clerkk' is not one of {MEMORY}"),

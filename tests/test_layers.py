@@ -39,7 +39,7 @@ MAX_LINES = 450
 STAGES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("foundation", ("clerk", "clerk.errors", "clerk.atomic", "clerk.inputs", "clerk.form", "clerk.slots",
                     "clerk.ledger_text", "clerk.ledger", "clerk.program", "clerk.prompts", "clerk.metrics",
-                    "clerk.scrub", "clerk.fold", "clerk.settings", "clerk.eval_sections")),
+                    "clerk.scrub", "clerk.fold", "clerk.settings", "clerk.eval_sections", "clerk.repair")),
     ("provenance", ("clerk.provenance",)),
     ("generator", ("clerk.generator",)),
     ("streams", ("clerk.streams",)),

@@ -755,7 +755,7 @@ class TestEvaluateLocomo:
         metrics = json.loads((run / "metrics.json").read_text(encoding="utf-8"))
         for name, s in metrics["systems"].items():
             assert s["n_writes"] == 5
-            if name in ("clerk", "prompted-ledger"):
+            if MEMORY_REGISTRY.info(name).writer_kind:
                 assert s["parse_failure_rate"] is not None and 0 <= s["occupied_mean"] <= 12
             else:
                 assert s["parse_failure_rate"] is None and s["n_ops"] is None
@@ -784,7 +784,7 @@ class TestEvaluateLocomo:
             assert sum(s["invalid_reasons"].values()) == len(rejected) and set(s["invalid_reasons"]) <= set(L.REJECTION_CODES)
             assert s["invalid_op_rate"] == (len(rejected) / s["n_ops"] if s["n_ops"] else 0.0)
             assert all(type(n) is int for n in s["invalid_reasons"].values())
-        assert {r["system"] for r in rows} == {"clerk", "prompted-ledger"}
+        assert {r["system"] for r in rows} == {"clerk", "clerk-repair", "prompted-ledger"}
         assert metrics["full"]["invalid_reasons"] is None and metrics["summary-rag"]["invalid_reasons"] is None
 
     def test_rejections_counted_by_code(self, workdir):

@@ -21,10 +21,10 @@ class TestDeclarations:
     (the shipped tables, figures, SFT views and config enums depend on them)."""
 
     def test_orders(self):
-        assert MEMORY_REGISTRY.in_order() == ["clerk", "oracle", "prompted-ledger", "full", "window", "rag",
+        assert MEMORY_REGISTRY.in_order() == ["clerk", "clerk-repair", "oracle", "prompted-ledger", "full", "window", "rag",
                                               "add-only", "null", "clerk-unconstrained", "summary-rag", "evidence"]
-        assert MEMORY_REGISTRY.in_order(LOCOMO) == ["clerk", "prompted-ledger", "full", "null", "summary-rag",
-                                                    "evidence"]
+        assert MEMORY_REGISTRY.in_order(LOCOMO) == ["clerk", "clerk-repair", "prompted-ledger", "full", "null",
+                                                    "summary-rag", "evidence"]
         assert "summary-rag" not in MEMORY_REGISTRY.in_order(SYNTHETIC)
 
     def test_views_probe_and_reference(self):
@@ -34,7 +34,7 @@ class TestDeclarations:
             "rag": "BM25 top-k turns", "add-only": "add-only notes"}
         assert MEMORY_REGISTRY.reference() == "clerk"
         assert {n for n in MEMORY_REGISTRY.names() if MEMORY_REGISTRY.info(n).writer_kind} == {
-            "clerk", "clerk-unconstrained", "prompted-ledger"}
+            "clerk", "clerk-repair", "clerk-unconstrained", "prompted-ledger"}
 
     def test_the_consumers_read_the_registry(self):
         from clerk.evaluate.read_cost import READ_COST_VIEWS
@@ -53,7 +53,8 @@ class TestDeclarations:
         assert enums["locomo_system"] == MEMORY_REGISTRY.in_order(LOCOMO)
         assert enums["view_kind"] == MEMORY_REGISTRY.view_kinds()
         config = {"locomo": {"systems": MEMORY_REGISTRY.in_order(LOCOMO)}, "evaluate": {"reader_model": "reader"}}
-        assert locomo_systems(config) == (["clerk"], ["prompted-ledger", "full", "null", "summary-rag", "evidence"])
+        assert locomo_systems(config) == (["clerk", "clerk-repair"],
+                                          ["prompted-ledger", "full", "null", "summary-rag", "evidence"])
 
     def test_benchmarks_agree_with_the_data_each_system_reads(self):
         """A system serves the synthetic benchmark exactly when it reads only fields synthetic

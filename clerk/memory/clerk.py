@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from clerk.memory.ledger_system import ModelLedgerSystem
+from clerk.memory.ledger_system import ModelLedgerSystem, Proposal
 from clerk.memory.registry import LEDGER_VIEW, LOCOMO, SYNTHETIC, register_memory
 
 
@@ -25,3 +25,24 @@ class UnconstrainedClerkMemory(ClerkMemory):
 
     version = "1"
     constrained = False
+
+
+# Beside the raw policy in table order (docs/DECISIONS.md, "Repair at compile time").
+@register_memory("clerk-repair", order=15, benchmarks=(SYNTHETIC, LOCOMO), view_kind=LEDGER_VIEW)
+class RepairedClerkMemory(ClerkMemory):
+    """The same trained policy, its invalid ops rewritten by the named repair of
+    :mod:`clerk.repair` (ADD of a held key -> UPDATE, an ADD into a full ledger -> the salience
+    EVICT first, restatements dropped) before the lenient reducer applies the program."""
+
+    version = "1"
+
+    def propose(self, states: list, timelines: list[dict], sessions: list[dict]) -> list[Proposal]:
+        from clerk.form import timeline_form
+        from clerk.repair import repair
+
+        out = []
+        for prop, state, timeline, session in zip(super().propose(states, timelines, sessions), states, timelines,
+                                                  sessions):
+            program, _ = repair(state, prop.program, session["index"], timeline_form(timeline))
+            out.append(Proposal(prop.text, program, prop.parse_failed, prop.write_tokens))
+        return out
