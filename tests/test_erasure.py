@@ -8,6 +8,7 @@ import copy
 import doctest
 import json
 import re
+from collections import Counter
 
 import pytest
 import yaml
@@ -311,7 +312,7 @@ class TestStudy:
     def test_rule_reader(self, timelines, tokenizer):
         """Exact reader on the oracle: delivered, no leak and every forgotten question answered unknown;
         ignored, leaks and forgotten values answered."""
-        rows, summary = erasure(timelines, ["oracle"], _runtime(tokenizer, reader="rule"), ["oracle"], progress=False)
+        rows, summary, programs = erasure(timelines, ["oracle"], _runtime(tokenizer, reader="rule"), ["oracle"], progress=False)
         by_mode = {r["mode"]: r for r in summary}
         for rec in summary:
             validate_record("metrics.row", rec, SCHEMAS)
@@ -323,6 +324,7 @@ class TestStudy:
         assert ignore["leak_rate"] > 0 and ignore["forgotten_value_rate"] > 0 and ignore["accuracy_forgotten"] < 1
         n = sum(q["type"] == FORGOTTEN for tl in timelines for s in tl["sessions"] for q in s["questions"])
         assert forget["n_forgotten"] == n and forget["forget_action"] == "free-slot" and ignore["forget_action"] == "ignored"
+        assert programs == [] and forget["invalid_reasons"] is None  # the oracle writes no model program
 
     def test_needs_forget_requests(self, tokenizer):
         """Timelines without forget requests are refused."""
@@ -381,6 +383,24 @@ class TestVerb:
         assert {key: rec["reader"]["model"] for key, rec in rows.items()} == {key: "adapter" for key in rows}  # one reader
         assert {v["reader"] for v in views if v["reader"] is not None} == {"adapter"}
         assert metrics["input"]["n_forget_requests"] == 6 and metrics["input"]["n_sessions"] == 5
+
+    def test_programs_of_the_model_writers(self, run):
+        """programs.jsonl.gz holds one line per persona-session of each model writer's delivered-forget
+        replay; its verdicts are what that row's invalid_reasons counts; other rows count none."""
+        from clerk.evaluate.programs import PROGRAMS_FILE, read_programs
+        from clerk.evaluate.schemas import SCHEMAS as PROGRAM_SCHEMAS
+
+        programs = read_programs(run / "out" / PROGRAMS_FILE)
+        metrics = json.loads((run / "out" / "metrics.json").read_text())
+        writers = [r for r in metrics["rows"] if r["mode"] == "forget" and r["invalid_reasons"] is not None]
+        assert [r["system"] for r in writers] == ["clerk"]
+        timelines = [json.loads(line) for line in (run / "forget.jsonl").read_text().splitlines()]
+        assert len(programs) == sum(len(tl["sessions"]) for tl in timelines)
+        for row in programs:
+            validate_record("programs", row, PROGRAM_SCHEMAS)
+        rejected = Counter(v for row in programs for v in row["verdicts"] if v != "applied")
+        assert writers[0]["invalid_reasons"] == dict(rejected)
+        assert all(r["invalid_reasons"] is None for r in metrics["rows"] if r["system"] != "clerk")
 
     def test_evaluate_refuses_forget_timelines(self, run, capsys):
         """clerk evaluate does not deliver forget requests, so it refuses such timelines."""

@@ -24,7 +24,9 @@ Two measurements per (system, mode):
   (:func:`~clerk.evaluate.runner.mc_choose`, or the exact rule reader on ledgers). Also the share
   of them answered with a forgotten value (``forgotten_value_rate``).
 
-Files in ``--out``: ``views.jsonl`` (one row per checked view, :data:`SCHEMAS` ``"views"``) and
+Files in ``--out``: ``views.jsonl`` (one row per checked view, :data:`SCHEMAS` ``"views"``),
+``programs.jsonl.gz`` (every write of the model writers in the ``forget`` replay,
+:mod:`clerk.evaluate.programs`; their rejected ops by code are ``invalid_reasons`` of their rows) and
 ``metrics.json`` (``SCHEMAS["metrics"]``, one ``"metrics.row"`` per system and mode), written last.
 
     clerk erasure --timelines results/data/137/forget.jsonl --model resources/models/smollm2-135m \\
@@ -42,6 +44,7 @@ import time
 from clerk.atomic import start_outputs, write_text
 from clerk.errors import UserError
 from clerk.evaluate.config import ErasureConfig
+from clerk.evaluate.programs import PROGRAMS_FILE, invalid_reasons, program_row, write_programs
 from clerk.evaluate.runner import (
     load_timelines_file,
     load_up_front,
@@ -52,6 +55,7 @@ from clerk.evaluate.runner import (
 )
 from clerk.evaluate.schemas import validate_record, write_jsonl
 from clerk.evaluate.summary import mean_or_none
+from clerk.evaluate.teacher import is_model_writer
 from clerk.generator.forgets import FORGOTTEN
 from clerk.inputs import check_run_dirs
 from clerk.memory import MEMORY_REGISTRY, EvalConfig, MemorySystem, Registry, Runtime
@@ -105,6 +109,7 @@ SCHEMAS: dict[str, dict[str, tuple]] = {
         "accuracy_forgotten": (float, _N),  # None when there were none
         "forgotten_value_rate": (float, _N),
         "wall_seconds": (float,),  # forgetting + reading + writing for this system and mode
+        "invalid_reasons": (dict, _N),  # model writers: rejected ops per code (clerk.evaluate.programs); else None
     },
 }
 
@@ -168,7 +173,8 @@ def erasure(
         progress: show progress bars.
 
     Returns:
-        (view rows, one summary row per system and mode), following :data:`SCHEMAS`.
+        (view rows, one summary row per system and mode, the model writers' ``programs`` records of
+        the ``forget`` replay), following :data:`SCHEMAS` and ``clerk.evaluate.schemas.SCHEMAS``.
 
     Raises:
         UserError: bad names (see :func:`~clerk.evaluate.runner.make_systems`), a system without
@@ -222,14 +228,24 @@ def erasure(
                 "reader": reader if c is not None else None,
             })
 
-    seconds = replay(timelines, systems, answer, progress=progress, prepare=prepare)
-    summary = [_summarize(key, system, [r for r in rows if (r["system"], r["mode"]) == key], seconds[key], cfg)
+    programs: list[dict] = []
+    verdicts: dict[tuple[str, str], list[list[str]]] = {key: [] for key in systems}
+
+    def wrote(key, system, tl, session, before, result):
+        if is_model_writer(system):
+            verdicts[key].append(result.verdicts)
+            if key[1] == "forget":  # the study's own replay; an ignore-mode rerun would repeat its keys
+                programs.append(program_row(key[0], tl["name"], session["index"], result))
+
+    seconds = replay(timelines, systems, answer, wrote, progress=progress, prepare=prepare)
+    summary = [_summarize(key, system, [r for r in rows if (r["system"], r["mode"]) == key], seconds[key], cfg,
+                          invalid_reasons(verdicts[key]) if is_model_writer(system) else None)
                for key, system in systems.items()]
-    return rows, summary
+    return rows, summary, programs
 
 
 def _summarize(key: tuple[str, str], system: MemorySystem, rows: list[dict], seconds: float,
-               cfg: EvalConfig) -> dict:
+               cfg: EvalConfig, reasons: dict[str, int] | None = None) -> dict:
     """The ``metrics.row`` record of one system and mode."""
     asked = [r for r in rows if r["chosen"] is not None]
     return {
@@ -243,6 +259,7 @@ def _summarize(key: tuple[str, str], system: MemorySystem, rows: list[dict], sec
         "accuracy_forgotten": mean_or_none([float(r["correct"]) for r in asked]),
         "forgotten_value_rate": mean_or_none([float(r["chose_forgotten"]) for r in asked]),
         "wall_seconds": float(seconds),
+        "invalid_reasons": reasons,
     }
 
 
@@ -264,8 +281,9 @@ def run_erasure(cfg: ErasureConfig, registry: Registry = MEMORY_REGISTRY) -> Non
     if ignore_forget:
         make_systems(ignore_forget, runtime, registry)
     timelines = load_timelines_file(cfg.timelines)
-    rows, summary = erasure(timelines, systems, runtime, ignore_forget, registry, progress=not cfg.quiet)
+    rows, summary, programs = erasure(timelines, systems, runtime, ignore_forget, registry, progress=not cfg.quiet)
     write_jsonl(out / "views.jsonl", "views", rows, SCHEMAS)
+    write_programs(out / PROGRAMS_FILE, programs)
     versions = {"clerk": __version__, **{r["system"]: r["version"] for r in summary}}
     metrics = {
         "schema": ERASURE_SCHEMA_ID,

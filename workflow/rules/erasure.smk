@@ -34,6 +34,7 @@ rule erasure:
     output:
         metrics="results/erasure/{seed}/metrics.json",
         views="results/erasure/{seed}/views.jsonl",
+        programs="results/erasure/{seed}/programs.jsonl.gz",
     log:
         log_path("erasure", "{seed}"),
     benchmark:
