@@ -535,7 +535,7 @@ def write_erasure_metrics(root: Path, seed: int) -> str:
                      "n_views": 40, "n_leaks": 20 if mode == "ignore" else 0,
                      "leak_rate": 0.5 if mode == "ignore" else 0.0, "leak_rate_substring": 0.5 if mode == "ignore" else 0.0,
                      "n_forgotten": 10, "accuracy_forgotten": 0.6, "forgotten_value_rate": 0.1 if mode == "ignore" else 0.0,
-                     "wall_seconds": 1.0})
+                     "wall_seconds": 1.0, "invalid_reasons": {} if name == "clerk" else None})
     metrics = {"schema": ERASURE_SCHEMA_ID,
                "input": {"path": f"results/data/{seed}/forget.jsonl", "sha256": "0" * 64, "n_personas": 6,
                          "splits": ["test"], "seeds": [seed], "n_sessions": 8, "n_forget_requests": 12},
