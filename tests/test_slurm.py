@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+import yaml
 from workflow_kit import OFFLINE, ROOT, SMOKE, copy_sources, run_snakemake
 
 from clerk.wiring import BENCHMARK_ROOT, LOG_ROOT
@@ -472,3 +473,10 @@ class TestSlurmDryRun:
             assert f"slurm_partition={PARTITION}" in resources, (rule, resources)
         train = dict(blocks)["train"]
         assert "mem_mb=3584" in train and "runtime=80" in train
+        # every rule is either a model job submitted alone or a member of the prep or report
+        # group, so a new report rule cannot become a Slurm job of its own unnoticed
+        profile = yaml.safe_load((ROOT / "workflow/profiles/slurm/config.yaml").read_text())
+        grouped = {entry.split("=")[0] for entry in profile["groups"]}
+        alone = {name.removeprefix("rule_") for name in MODEL_JOBS}
+        ungrouped = {rule for rule, _ in blocks} - grouped - alone - {"all"}
+        assert not ungrouped, f"rules in no Slurm group and not model jobs: {sorted(ungrouped)}"
