@@ -30,6 +30,11 @@ of a default run, one per seed) and gives one system's pooled F1 with a 95 % per
 interval (not paired; the uncertainty of a shipped figure, not a choice made on it):
 
     python benchmarks/paired_bootstrap.py --ledgers results/eval/{137,991,4242}/test/ledgers.jsonl
+
+``--against`` with ``--ledgers`` compares two systems of the same evaluations, paired (e.g. the
+policy with its compile-time repair against the raw policy):
+
+    python benchmarks/paired_bootstrap.py --ledgers EVAL/ledgers.jsonl --system clerk --against clerk-repair
 """
 
 from __future__ import annotations
@@ -68,15 +73,16 @@ def persona_counts(timelines: Path, programs: Path) -> dict[str, np.ndarray]:
     return out
 
 
-def ledger_rows_counts(path: Path, system: str) -> dict[str, np.ndarray]:
-    """``{seed/persona: array[kind, (tp, fp, fn)]}`` from an evaluation's ``ledgers.jsonl`` rows."""
+def ledger_rows_counts(path: Path, system: str, prefix: str = "op") -> dict[str, np.ndarray]:
+    """``{seed/persona: array[kind, (tp, fp, fn)]}`` from an evaluation's ``ledgers.jsonl`` rows;
+    ``prefix`` "op_tf" reads the teacher-forced scores instead of the closed-loop ones."""
     out: dict[str, np.ndarray] = {}
     for line in path.read_text().splitlines():
         row = json.loads(line)
         if row["system"] == system:
             key = f"{row['seed']}/{row['persona']}"
             out[key] = out.get(key, 0) + counts_array(
-                lambda kind, c: row[f"op_{c}"] if kind is None else row[f"op_{kind}_{c}"])
+                lambda kind, c: row[f"{prefix}_{c}"] if kind is None else row[f"{prefix}_{kind}_{c}"])
     return out
 
 
@@ -142,6 +148,10 @@ def main() -> None:
     ap.add_argument("--b", type=Path, nargs="+", help="run B's programs.jsonl, one per seed, same order")
     ap.add_argument("--ledgers", type=Path, nargs="+", help="instead: an evaluation's ledgers.jsonl per seed")
     ap.add_argument("--system", default="clerk", help="the system whose rows --ledgers reads")
+    ap.add_argument("--against", help="with --ledgers: a second system of the same files, compared paired "
+                                      "(its F1 minus --system's)")
+    ap.add_argument("--teacher-forced", action="store_true",
+                    help="with --ledgers: the teacher-forced scores (op_tf_*) instead of the closed-loop ones")
     ap.add_argument("--reads", type=Path, nargs=2, metavar=("A", "B"),
                     help="instead: two readers' reader_calibration.py files over the same questions")
     ap.add_argument("--pmi", type=float, default=0.25, help="--reads: the scoring rule's PMI weight")
@@ -149,7 +159,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0, help="the bootstrap's random seed")
     args = ap.parse_args()
     if args.ledgers:
-        return one_run(args)
+        return two_systems(args) if args.against else one_run(args)
     if args.reads:
         return two_readers(args)
     if not args.timelines or not args.a or not args.b:
@@ -175,14 +185,39 @@ def main() -> None:
     print(json.dumps(out, indent=1))
 
 
-def one_run(args: argparse.Namespace) -> None:
-    """Pooled F1 per kind of one system over every seed's rows, with a persona-bootstrap interval."""
+def system_rows(paths: list[Path], system: str, prefix: str = "op") -> dict[str, np.ndarray]:
+    """Counts per persona of one system over every file's rows (one persona scored by several
+    runs, e.g. adapters, is one resampling unit)."""
     rows: dict[str, np.ndarray] = {}
-    for path in args.ledgers:  # one persona scored by several runs (adapters) is one resampling unit
-        for key, counts in ledger_rows_counts(path, args.system).items():
+    for path in paths:
+        for key, counts in ledger_rows_counts(path, system, prefix).items():
             rows[key] = rows.get(key, 0) + counts
     if not rows:
-        raise SystemExit(f"no rows of system {args.system!r} in {[str(p) for p in args.ledgers]}")
+        raise SystemExit(f"no rows of system {system!r} in {[str(p) for p in paths]}")
+    return rows
+
+
+def two_systems(args: argparse.Namespace) -> None:
+    """Paired F1 difference (--against) - (--system) per kind, two systems of the same
+    evaluations (the same personas and sessions), personas resampled."""
+    prefix = "op_tf" if args.teacher_forced else "op"
+    a_by, b_by = system_rows(args.ledgers, args.system, prefix), system_rows(args.ledgers, args.against, prefix)
+    if set(a_by) != set(b_by):
+        raise SystemExit(f"{args.system} and {args.against} score different personas: {sorted(set(a_by) ^ set(b_by))[:5]}")
+    keys = sorted(a_by)
+    a, b = np.stack([a_by[k] for k in keys]), np.stack([b_by[k] for k in keys])
+    fa, fb = pooled_f1(a), pooled_f1(b)
+    ci = persona_interval(len(a), lambda i: pooled_f1(b[i]) - pooled_f1(a[i]), args)
+    out = {"a": args.system, "b": args.against, "personas": len(a)}
+    for k, kind in enumerate(KINDS):
+        out[kind] = {"a": round(float(fa[k]), 3), "b": round(float(fb[k]), 3), "b_minus_a": round(float(fb[k] - fa[k]), 3),
+                     "ci95": ci[k], "a_counts": a[:, k].sum(axis=0).tolist(), "b_counts": b[:, k].sum(axis=0).tolist()}
+    print(json.dumps(out, indent=1))
+
+
+def one_run(args: argparse.Namespace) -> None:
+    """Pooled F1 per kind of one system over every seed's rows, with a persona-bootstrap interval."""
+    rows = system_rows(args.ledgers, args.system, "op_tf" if args.teacher_forced else "op")
     c = np.stack([rows[k] for k in sorted(rows)])
     f, ci = pooled_f1(c), persona_interval(len(c), lambda i: pooled_f1(c[i]), args)
     out = {"system": args.system, "personas": len(c)}
