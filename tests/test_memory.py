@@ -24,7 +24,8 @@ from clerk.memory.registry import SYNTHETIC
 from clerk.memory.text import fit_newest
 from clerk.memory.views import question_views
 
-ALL = ["add-only", "clerk", "clerk-unconstrained", "full", "null", "oracle", "prompted-ledger", "rag", "summary-rag", "window"]
+ALL = ["add-only", "clerk", "clerk-repair", "clerk-unconstrained", "evidence", "full", "null", "oracle", "prompted-ledger", "rag",
+       "summary-rag", "window"]
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
