@@ -175,19 +175,26 @@ def main() -> None:
         for name in ca:
             key = (str(t.resolve()), name)
             a_by[key], b_by[key] = a_by.get(key, 0) + ca[name], b_by.get(key, 0) + cb[name]
-    a, b = np.stack([a_by[k] for k in sorted(a_by)]), np.stack([b_by[k] for k in sorted(b_by)])
+    print(json.dumps(paired_f1(a_by, b_by, args), indent=1))
+
+
+def paired_f1(a_by: dict, b_by: dict, args: argparse.Namespace, **head) -> dict:
+    """Pooled F1 per kind of A and B over the same units, B - A with its paired interval."""
+    keys = sorted(a_by)
+    a, b = np.stack([a_by[k] for k in keys]), np.stack([b_by[k] for k in keys])
     fa, fb = pooled_f1(a), pooled_f1(b)
     ci = persona_interval(len(a), lambda i: pooled_f1(b[i]) - pooled_f1(a[i]), args)  # paired: one index draw
-    out = {"personas": len(a)}
+    out = {**head, "personas": len(a)}
     for k, kind in enumerate(KINDS):
         out[kind] = {"a": round(float(fa[k]), 3), "b": round(float(fb[k]), 3), "b_minus_a": round(float(fb[k] - fa[k]), 3),
                      "ci95": ci[k], "a_counts": a[:, k].sum(axis=0).tolist(), "b_counts": b[:, k].sum(axis=0).tolist()}
-    print(json.dumps(out, indent=1))
+    return out
 
 
-def system_rows(paths: list[Path], system: str, prefix: str = "op") -> dict[str, np.ndarray]:
+def system_rows(paths: list[Path], system: str, args: argparse.Namespace) -> dict[str, np.ndarray]:
     """Counts per persona of one system over every file's rows (one persona scored by several
-    runs, e.g. adapters, is one resampling unit)."""
+    runs, e.g. adapters, is one resampling unit), teacher-forced scores with --teacher-forced."""
+    prefix = "op_tf" if args.teacher_forced else "op"
     rows: dict[str, np.ndarray] = {}
     for path in paths:
         for key, counts in ledger_rows_counts(path, system, prefix).items():
@@ -200,24 +207,15 @@ def system_rows(paths: list[Path], system: str, prefix: str = "op") -> dict[str,
 def two_systems(args: argparse.Namespace) -> None:
     """Paired F1 difference (--against) - (--system) per kind, two systems of the same
     evaluations (the same personas and sessions), personas resampled."""
-    prefix = "op_tf" if args.teacher_forced else "op"
-    a_by, b_by = system_rows(args.ledgers, args.system, prefix), system_rows(args.ledgers, args.against, prefix)
+    a_by, b_by = system_rows(args.ledgers, args.system, args), system_rows(args.ledgers, args.against, args)
     if set(a_by) != set(b_by):
         raise SystemExit(f"{args.system} and {args.against} score different personas: {sorted(set(a_by) ^ set(b_by))[:5]}")
-    keys = sorted(a_by)
-    a, b = np.stack([a_by[k] for k in keys]), np.stack([b_by[k] for k in keys])
-    fa, fb = pooled_f1(a), pooled_f1(b)
-    ci = persona_interval(len(a), lambda i: pooled_f1(b[i]) - pooled_f1(a[i]), args)
-    out = {"a": args.system, "b": args.against, "personas": len(a)}
-    for k, kind in enumerate(KINDS):
-        out[kind] = {"a": round(float(fa[k]), 3), "b": round(float(fb[k]), 3), "b_minus_a": round(float(fb[k] - fa[k]), 3),
-                     "ci95": ci[k], "a_counts": a[:, k].sum(axis=0).tolist(), "b_counts": b[:, k].sum(axis=0).tolist()}
-    print(json.dumps(out, indent=1))
+    print(json.dumps(paired_f1(a_by, b_by, args, a=args.system, b=args.against), indent=1))
 
 
 def one_run(args: argparse.Namespace) -> None:
     """Pooled F1 per kind of one system over every seed's rows, with a persona-bootstrap interval."""
-    rows = system_rows(args.ledgers, args.system, "op_tf" if args.teacher_forced else "op")
+    rows = system_rows(args.ledgers, args.system, args)
     c = np.stack([rows[k] for k in sorted(rows)])
     f, ci = pooled_f1(c), persona_interval(len(c), lambda i: pooled_f1(c[i]), args)
     out = {"system": args.system, "personas": len(c)}
