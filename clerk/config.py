@@ -181,6 +181,13 @@ def _cross_checks(config: dict[str, Any]) -> list[str]:
             problems.append(f"config.data.{split}.questions: {questions} has low {questions[0]} above high "
                             f"{questions[1]} (a [low, high] range with 1 <= low <= high <= 3)")
         problems += _slice_checks(split, get("data", split, "evict_personas"), get("data", split, "evict_adds"))
+        if split != "train" and get("data", split, "rewrites"):
+            problems.append(f"config.data.{split}.rewrites: {get('data', split, 'rewrites')} on a split other than "
+                            "train (the rewrites are training-only wording: test and the held-out splits keep their own)")
+    if get("data", "train", "rewrites") and get("data", "phrasings"):
+        problems.append(f"config.data.train.rewrites: {get('data', 'train', 'rewrites')} with config.data.phrasings "
+                        f"{get('data', 'phrasings')!r} (the rewrites extend the built-in catalogue; write extra "
+                        "statements into your own file and leave rewrites empty)")
     personas = get("data", "train", "personas")
     if _is_int(personas) and personas == 1:
         problems.append("config.data.train.personas: 1 leaves no persona to validate on (sft.val_fraction holds out "

@@ -75,6 +75,12 @@ BAD_CONFIGS = [
     # Compositional wording, top-layer LoRA and the reader's precision.
     ("data.train.compose", 1.5, "config.data.train.compose: 1.5 is greater than the maximum of 1"),
     ("data.train.compose", "0.3", "config.data.train.compose: '0.3' is not of type 'number'"),
+    # The policy's training-only statement rewrites: the train split only.
+    ("data.train.rewrites", ["add", "retract"], "config.data.train.rewrites.1: 'retract' is not one of "
+                                                "['add', 'update', 'tombstone']"),
+    ("data.train.rewrites", ["add", "add"], "config.data.train.rewrites: ['add', 'add'] has non-unique elements"),
+    ("data.test.rewrites", ["add"], "config.data.test.rewrites: ['add'] on a split other than train (the rewrites "
+                                    "are training-only wording"),
     ("train.lora_layers", -1, "config.train.lora_layers: -1 is less than the minimum of 0"),
     ("train.lora_layers", 2.0, "config.train.lora_layers: 2.0 is a float, not an integer (write 2)"),
     ("reader.precision", "bf16", "config.reader.precision: 'bf16' is not one of ['auto', 'fp32', 'bf16-frozen']"),

@@ -26,7 +26,7 @@ def main(args: Any) -> None:
                           budget=args.budget, n_init=args.init_facts, forgets=args.forgets,
                           questions=_questions(args.questions), evict_personas=args.evict_personas,
                           evict_adds=_evict_adds(args.evict_adds), compose=args.compose,
-                          world=args.world)
+                          rewrites=tuple(args.rewrites), world=args.world)
     if cfg.world == "closed" and cfg.budget < cfg.n_init:
         # The config schema's rule for the workflow's data (clerk.config); the library still builds such
         # timelines (gold programs then evict in session 0), which its own tests use.

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from clerk.errors import UserError
 from clerk.generator.catalogue import SPLITS
+from clerk.generator.rewrites import REWRITE_KINDS
 from clerk.settings import MAX_BUDGET, MAX_PERSONAS, MAX_SESSIONS, setting
 
 #: Personas per split when ``--personas`` is not given (SPEC default sizes).
@@ -48,6 +49,11 @@ class SplitSection:
         "in one line, an in-line correction, a fact about someone else) is tried with this probability; the facts "
         "and gold programs stay those of 0; 0 = none, the split's file unchanged",
         minimum=0, maximum=1, verbs=("generate",), metavar="P")
+    rewrites: tuple[str, ...] = setting(
+        [], help="statement kinds (add, update, tombstone) whose training-only rewrites "
+        "(clerk/phrasing/train_rewrites.yaml) are appended to the catalogue's lists before the split is worded; "
+        "the train split only, with the built-in catalogue; [] = none, the split's file unchanged",
+        choices=REWRITE_KINDS, unique=True, verbs=("generate",), metavar="KIND")
 
 
 @dataclass
@@ -113,6 +119,9 @@ class GeneratorConfig:
         evict_adds: per-session ADD count range of the slice personas.
         compose: probability each compositional rewrite of a user line is tried
             (:mod:`clerk.generator.compose`); 0 = none, output byte-identical to a run without it.
+        rewrites: statement kinds whose training-only rewrites join the catalogue's lists
+            (:mod:`clerk.generator.rewrites`); the train split only; () = none, output
+            byte-identical to a run without it.
         world: ``closed`` (the 28-predicate, one-subject benchmark, format-1 timelines) or
             ``open`` (two-person dated conversations over the compositional key space, format-2
             timelines: :mod:`clerk.generator.open_world`, SPEC §2.9).
@@ -134,6 +143,7 @@ class GeneratorConfig:
     evict_personas: int = SplitSection.evict_personas
     evict_adds: tuple[int, int] = SplitSection.evict_adds
     compose: float = SplitSection.compose
+    rewrites: tuple[str, ...] = ()
     world: str = "closed"
 
     def __post_init__(self) -> None:
@@ -155,6 +165,14 @@ class GeneratorConfig:
         if type(self.forgets) is not int or not 0 <= self.forgets <= self.sessions - 1:
             raise UserError(f"forgets must be an int from 0 to sessions - 1 = {self.sessions - 1} "
                             f"(one forget per session >= 1), got {self.forgets!r}")
+        self.rewrites = tuple(self.rewrites)
+        bad = [k for k in self.rewrites if k not in REWRITE_KINDS]
+        if bad or len(set(self.rewrites)) != len(self.rewrites):
+            raise UserError(f"rewrites must be distinct statement kinds of {', '.join(REWRITE_KINDS)}, "
+                            f"got {list(self.rewrites)!r}")
+        if self.rewrites and (self.split != "train" or self.world != "closed"):
+            raise UserError(f"rewrites: the training-only rewrites word the closed train split only, got split "
+                            f"{self.split!r} (world {self.world!r}) with rewrites {list(self.rewrites)!r}")
         for name in ("adds", "evict_adds", "updates", "tombstones", "questions", "chatter"):
             low, high = getattr(self, name)
             if not 0 <= low <= high:

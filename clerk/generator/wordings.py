@@ -99,22 +99,25 @@ def load_question_set(path: str | Path = READER_QUESTIONS) -> QuestionSet:
     return QuestionSet(out)
 
 
-def question_templates(path: str | Path) -> list[str]:
-    """Every ``current`` and ``temporal`` template of a phrasing catalogue or question set file."""
+def question_templates(path: str | Path, kinds: tuple[str, ...] = KINDS) -> list[str]:
+    """Every template of the lists ``kinds`` (default: the questions, ``current`` and ``temporal``)
+    of a phrasing catalogue, question set or rewrites file (each a ``predicates`` list)."""
     data = _read_yaml(Path(path))
-    return [t for pred in data["predicates"] for kind in KINDS for t in pred.get(kind, [])]
+    return [t for pred in data["predicates"] for kind in kinds for t in pred.get(kind, [])]
 
 
 def overlap_report(path: str | Path = READER_QUESTIONS,
-                   against: tuple[str, ...] = ("test_ood", "val_ood", "train")) -> dict[str, Any]:
-    """How close the set's templates come to each built-in split's question templates: per split the
-    largest Jaccard index of any pair, the mean over the set of each template's nearest one, the
-    templates at or above ``MAX_JACCARD`` and the exact repeats (template texts only; the held-out
-    files' texts are never returned)."""
-    mine = [(t, tokens(t)) for t in question_templates(path)]
+                   against: tuple[str, ...] = ("test_ood", "val_ood", "train"),
+                   kinds: tuple[str, ...] = KINDS) -> dict[str, Any]:
+    """How close the file's templates of the lists ``kinds`` come to the same lists of each built-in
+    split's file: per split the largest Jaccard index of any pair, the mean over the file of each
+    template's nearest one, the templates at or above ``MAX_JACCARD`` and the exact repeats
+    (template texts only; the held-out files' texts are never returned). The default compares the
+    reader's question set with every split's questions."""
+    mine = [(t, tokens(t)) for t in question_templates(path, kinds)]
     report: dict[str, Any] = {"templates": len(mine), "max_jaccard_allowed": MAX_JACCARD}
     for split in against:
-        theirs = question_templates(BUILTIN_PHRASINGS[split])
+        theirs = question_templates(BUILTIN_PHRASINGS[split], kinds)
         their_tokens = [tokens(t) for t in theirs]
         nearest = [max(jaccard(words, o) for o in their_tokens) for _, words in mine]
         report[split] = {

@@ -158,8 +158,12 @@ def code(verb):
     return module_code(VERBS[verb][0])
 
 
+# The policy's training-only statement rewrites: an input of a split whose `rewrites` names a kind.
+TRAIN_REWRITES = "clerk/phrasing/train_rewrites.yaml"
 # The built-in phrasing data (the catalogue, its wordings and the open world's key space).
-BUILTIN_PHRASINGS = sorted(str(p) for p in Path("clerk/phrasing").glob("*.yaml"))
+BUILTIN_PHRASINGS = sorted(
+    str(p) for p in Path("clerk/phrasing").glob("*.yaml") if str(p) != TRAIN_REWRITES
+)
 
 
 def get_phrasings(wildcards):
@@ -167,6 +171,11 @@ def get_phrasings(wildcards):
     if config["data"].get("phrasings"):
         return [config["data"]["phrasings"]]
     return BUILTIN_PHRASINGS
+
+
+def get_rewrites(wildcards):
+    """The rewrites file where the split's `rewrites` names a statement kind, else nothing."""
+    return [TRAIN_REWRITES] if config["data"][wildcards.split].get("rewrites") else []
 
 
 def _config_with_inputs(stage, inputs, **paths):

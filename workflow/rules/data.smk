@@ -5,6 +5,7 @@ rule generate:
     input:
         code=code("generate"),
         phrasings=get_phrasings,
+        rewrites=get_rewrites,
     output:
         timelines="results/data/{seed}/{split}.jsonl",
     log:
