@@ -13,7 +13,8 @@ from clerk.config import SYNTHETIC_SESSION_FIELDS, ConfigError, load_and_validat
 from clerk.memory.choices import registry_enums
 
 ROOT = Path(__file__).resolve().parent.parent
-PROFILES = ["config/config.yaml", "config/smoke.yaml", "config/paper.yaml", "config/open.yaml"]
+PROFILES = ["config/config.yaml", "config/smoke.yaml", "config/paper.yaml", "config/open.yaml",
+            "config/locomo-all.yaml"]
 
 
 def _default() -> dict:

@@ -24,6 +24,7 @@ PROFILES = {
     "smoke": ["config/config.yaml", "config/smoke.yaml"],
     "paper": ["config/config.yaml", "config/paper.yaml"],
     "open": ["config/config.yaml", "config/open.yaml"],
+    "locomo-all": ["config/config.yaml", "config/locomo-all.yaml"],
 }
 #: The verb each stage's --config object goes to.
 VERBS = {

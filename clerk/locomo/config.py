@@ -19,7 +19,7 @@ class LocomoSection:
         "inside the repository; letters, digits and . _ / + @ - only) or null", schema={"$ref": "#/$defs/path"})
     download: bool = setting(False, help="fetch Percena/locomo-mc10 with the Hugging Face client when no path is "
                              "given (needs network)", verbs=("locomo",))
-    max_questions: int = setting(0, help="stratified, seeded question subset in questions; 0 = all", minimum=0,
+    max_questions: int = setting(200, help="stratified, seeded question subset in questions; 0 = all", minimum=0,
                                  verbs=("locomo",), metavar="N")
     subset_seed: int = setting(
         0, help="seed of the question subset, the same for every LoCoMo job of a run, so every system and seed "
