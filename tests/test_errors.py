@@ -125,3 +125,14 @@ class TestTable:
         assert (tmp_path / "t.csv").read_text(encoding="utf-8").startswith("split,op,feature,value,events")
         with pytest.raises(UserError, match="has no timelines file of seed 3, split test"):
             table_errors([], [str(tmp_path / "eval" / "3" / "test" / "programs.jsonl.gz")], "clerk")
+        # the validation split is read too; a split the table has no row for is refused, not skipped
+        for split in ("val_ood", "long"):
+            (tmp_path / "eval" / "3" / split).mkdir(parents=True)
+            write_timelines(tmp_path / "data" / "3" / f"{split}.jsonl", timelines)
+            write_programs(tmp_path / "eval" / "3" / split / "programs.jsonl.gz", [r for tl in timelines for r in _rows(tl)])
+        table, _ = table_errors([str(tmp_path / "data" / "3" / "val_ood.jsonl")],
+                                [str(tmp_path / "eval" / "3" / "val_ood" / "programs.jsonl.gz")], "clerk")
+        assert {row["split"] for row in table} == {"val_ood"}
+        with pytest.raises(UserError, match="is of split 'long'; the table reads test, test_ood, val_ood"):
+            table_errors([str(tmp_path / "data" / "3" / "long.jsonl")],
+                         [str(tmp_path / "eval" / "3" / "long" / "programs.jsonl.gz")], "clerk")
