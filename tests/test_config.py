@@ -78,7 +78,7 @@ BAD_CONFIGS = [
     ("data.train.compose", "0.3", "config.data.train.compose: '0.3' is not of type 'number'"),
     # The policy's training-only statement rewrites: the train split only.
     ("data.train.rewrites", ["add", "retract"], "config.data.train.rewrites.1: 'retract' is not one of "
-                                                "['add', 'update', 'tombstone']"),
+                                                "['add', 'update', 'tombstone', 'chatter']"),
     ("data.train.rewrites", ["add", "add"], "config.data.train.rewrites: ['add', 'add'] has non-unique elements"),
     ("data.test.rewrites", ["add"], "config.data.test.rewrites: ['add'] on a split other than train (the rewrites "
                                     "are training-only wording"),

@@ -7,6 +7,7 @@ the train split's ``rewrites`` setting.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ import yaml
 from clerk.errors import UserError
 from clerk.generator.catalogue import BUILTIN_PHRASINGS, load_catalogue
 from clerk.generator.config import GeneratorConfig
-from clerk.generator.rewrites import REWRITE_KINDS, TRAIN_REWRITES, load_rewrites, overlap, with_rewrites
+from clerk.generator.rewrites import STATEMENT_KINDS, TRAIN_REWRITES, load_rewrites, overlap, with_rewrites
 from clerk.generator.timelines import generate_from_config
 from clerk.generator.wordings import MAX_JACCARD, overlap_report
 
@@ -30,18 +31,34 @@ def _lines(timelines: list[dict]) -> list[str]:
 class TestRewritesFile:
     def test_covers_every_catalogue_predicate_and_kind(self):
         catalogue = load_catalogue(split="train")
-        rewrites = load_rewrites()
+        rewrites = load_rewrites().statements
         assert sorted(rewrites) == sorted(p.key for p in catalogue.predicates)
-        assert all(len(rewrites[k][kind]) >= 3 for k in rewrites for kind in REWRITE_KINDS)
+        assert all(len(rewrites[k][kind]) >= 3 for k in rewrites for kind in STATEMENT_KINDS)
 
     def test_no_rewrite_is_close_to_a_held_out_or_catalogue_statement(self):
         """Every rewrite stays under the overlap threshold of every add, update and tombstone
         template of ood.yaml, val.yaml and the catalogue (scores only; no held-out text returned)."""
         report = overlap()
-        assert report["templates"] == sum(len(v) for k in load_rewrites().values() for v in k.values())
+        assert report["templates"] == sum(len(v) for k in load_rewrites().statements.values() for v in k.values())
         for split in ("test_ood", "val_ood", "train"):
             assert report[split]["at_or_above_max"] == 0 and report[split]["exact_repeats"] == 0, report[split]
             assert report[split]["max_jaccard"] < MAX_JACCARD
+
+    def test_small_talk_names_no_value_and_is_far_from_held_out_small_talk(self):
+        """The small talk holds no value of any phrasing file (a line with one would be a mention
+        to write) and stays under the overlap threshold of every split's small talk."""
+        chatter = load_rewrites().chatter
+        assert len(chatter) >= 100 and len(set(chatter)) == len(chatter)
+        values = {v.lower() for split in ("train", "test_ood", "val_ood")
+                  for p in load_catalogue(BUILTIN_PHRASINGS[split], split=split).predicates for v in p.values}
+        words = {line: set(re.findall(r"[a-z']+", line.lower())) for line in chatter}
+        assert not [(line, v) for line in chatter for v in values
+                    if re.search(r"(?<![a-z])" + re.escape(v) + r"(?![a-z])", line.lower())]
+        assert all(words[line] for line in chatter)
+        report = overlap(kinds=("chatter",))
+        assert report["templates"] == len(chatter)
+        for split in ("test_ood", "val_ood", "train"):
+            assert report[split]["at_or_above_max"] == 0 and report[split]["exact_repeats"] == 0, report[split]
 
     def test_the_overlap_check_catches_a_copied_statement(self, tmp_path):
         """The check is live: a file holding one val.yaml retraction is reported."""
@@ -49,11 +66,15 @@ class TestRewritesFile:
         body = {"predicates": [{"key": held.key, "add": ["I got a {value}."], "update": ["Now {value}."],
                                 "tombstone": [held.tombstone[0]]}]}
         (tmp_path / "r.yaml").write_text(json.dumps(body), encoding="utf-8")  # JSON is YAML
-        report = overlap_report(tmp_path / "r.yaml", against=("val_ood",), kinds=REWRITE_KINDS)
+        report = overlap_report(tmp_path / "r.yaml", against=("val_ood",), kinds=STATEMENT_KINDS)
         assert report["val_ood"]["exact_repeats"] == 1 and report["val_ood"]["at_or_above_max"] == 1
 
     @pytest.mark.parametrize(("body", "message"), [
         ("predicates: []", "expected a mapping with a non-empty 'predicates' list"),
+        ("chatter: []\npredicates:\n  - key: job\n    add: ['{value}']\n    update: ['{value}']\n    tombstone: ['x']",
+         "key 'chatter' must be a list of at least 1 non-empty strings"),
+        ("chatter: ['Hi {name}']\npredicates:\n  - key: job\n    add: ['{value}']\n    update: ['{value}']\n"
+         "    tombstone: ['x']", "uses placeholder {name}; allowed: none"),
         ("predicates:\n  - key: job\n    add: ['I am one.']\n    update: ['{value}']\n    tombstone: ['no']",
          "key 'add' template 'I am one.' must contain {value}"),
         ("predicates:\n  - key: job\n    add: ['{value}, was {old}']\n    update: ['{value}']\n    tombstone: ['no']",
@@ -75,17 +96,19 @@ class TestWithRewrites:
         rewrites = load_rewrites()
         plus = with_rewrites(catalogue, ("update",))
         for before, after in zip(catalogue.predicates, plus.predicates):
-            assert after.update == before.update + rewrites[before.key]["update"]
+            assert after.update == before.update + rewrites.statements[before.key]["update"]
             assert (after.add, after.tombstone, after.current, after.values) == \
                    (before.add, before.tombstone, before.current, before.values)
         assert (plus.names, plus.chatter) == (catalogue.names, catalogue.chatter)
+        talk = with_rewrites(catalogue, ("chatter",))
+        assert talk.chatter == catalogue.chatter + rewrites.chatter and talk.predicates == catalogue.predicates
 
     def test_refuses_an_unknown_kind_and_a_file_for_other_predicates(self, tmp_path):
         catalogue = load_catalogue(split="train")
-        with pytest.raises(UserError, match="'current' is not a statement kind"):
+        with pytest.raises(UserError, match="'current' is not a kind of the rewrites"):
             with_rewrites(catalogue, ("current",))
         path = tmp_path / "r.yaml"
-        path.write_text("predicates:\n  - key: job\n    add: ['{value}']\n    update: ['{value}']\n"
+        path.write_text("chatter: ['Hm.']\npredicates:\n  - key: job\n    add: ['{value}']\n    update: ['{value}']\n"
                         "    tombstone: ['x']", encoding="utf-8")
         with pytest.raises(UserError, match="its predicates must be the catalogue's"):
             with_rewrites(catalogue, ("add",), path)
@@ -99,16 +122,26 @@ class TestGenerateWithRewrites:
         data = yaml.safe_load(BUILTIN_PHRASINGS["train"].read_text(encoding="utf-8"))
         rewrites = load_rewrites()
         for pred in data["predicates"]:
-            for kind in REWRITE_KINDS:
-                pred[kind] = list(pred[kind]) + list(rewrites[pred["key"]][kind])
+            for kind in STATEMENT_KINDS:
+                pred[kind] = list(pred[kind]) + list(rewrites.statements[pred["key"]][kind])
         appended = tmp_path / "catalogue_plus.yaml"
         appended.write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
-        worded = GeneratorConfig(seed=7, split="train", personas=4, sessions=4, rewrites=REWRITE_KINDS)
+        worded = GeneratorConfig(seed=7, split="train", personas=4, sessions=4, rewrites=STATEMENT_KINDS)
         assert generate_from_config(worded) == generate_from_config(cfg, appended)
         assert generate_from_config(worded) != generate_from_config(cfg)
         lines = _lines(generate_from_config(worded))
-        written = {t.split("{")[0] for k in rewrites.values() for v in k.values() for t in v if not t.startswith("{")}
+        written = {t.split("{")[0] for k in rewrites.statements.values() for v in k.values() for t in v
+                   if not t.startswith("{")}
         assert any(line.startswith(prefix) for line in lines for prefix in written if len(prefix) > 12)
+
+    def test_small_talk_joins_the_training_personas(self):
+        """With ``chatter`` the train split's small talk is drawn from the catalogue's and the file's."""
+        talk = set(load_rewrites().chatter)
+        lines = _lines(generate_from_config(GeneratorConfig(seed=7, split="train", personas=6, sessions=6,
+                                                            rewrites=("chatter",))))
+        assert talk & set(lines)
+        assert not talk & set(_lines(generate_from_config(GeneratorConfig(seed=7, split="train", personas=6,
+                                                                          sessions=6))))
 
     def test_empty_is_the_catalogue_build(self):
         assert generate_from_config(GeneratorConfig(seed=7, split="train", personas=3, sessions=3, rewrites=())) == \

@@ -50,7 +50,7 @@ class SplitSection:
         "and gold programs stay those of 0; 0 = none, the split's file unchanged",
         minimum=0, maximum=1, verbs=("generate",), metavar="P")
     rewrites: tuple[str, ...] = setting(
-        [], help="statement kinds (add, update, tombstone) whose training-only rewrites "
+        [], help="kinds (add, update, tombstone: statements; chatter: small talk) whose training-only lines "
         "(clerk/phrasing/train_rewrites.yaml) are appended to the catalogue's lists before the split is worded; "
         "the train split only, with the built-in catalogue; [] = none, the split's file unchanged",
         choices=REWRITE_KINDS, unique=True, verbs=("generate",), metavar="KIND")
@@ -119,7 +119,7 @@ class GeneratorConfig:
         evict_adds: per-session ADD count range of the slice personas.
         compose: probability each compositional rewrite of a user line is tried
             (:mod:`clerk.generator.compose`); 0 = none, output byte-identical to a run without it.
-        rewrites: statement kinds whose training-only rewrites join the catalogue's lists
+        rewrites: kinds (statements, small talk) whose training-only lines join the catalogue's lists
             (:mod:`clerk.generator.rewrites`); the train split only; () = none, output
             byte-identical to a run without it.
         world: ``closed`` (the 28-predicate, one-subject benchmark, format-1 timelines) or
@@ -168,7 +168,7 @@ class GeneratorConfig:
         self.rewrites = tuple(self.rewrites)
         bad = [k for k in self.rewrites if k not in REWRITE_KINDS]
         if bad or len(set(self.rewrites)) != len(self.rewrites):
-            raise UserError(f"rewrites must be distinct statement kinds of {', '.join(REWRITE_KINDS)}, "
+            raise UserError(f"rewrites must be distinct kinds of {', '.join(REWRITE_KINDS)}, "
                             f"got {list(self.rewrites)!r}")
         if self.rewrites and (self.split != "train" or self.world != "closed"):
             raise UserError(f"rewrites: the training-only rewrites word the closed train split only, got split "

@@ -101,9 +101,11 @@ def load_question_set(path: str | Path = READER_QUESTIONS) -> QuestionSet:
 
 def question_templates(path: str | Path, kinds: tuple[str, ...] = KINDS) -> list[str]:
     """Every template of the lists ``kinds`` (default: the questions, ``current`` and ``temporal``)
-    of a phrasing catalogue, question set or rewrites file (each a ``predicates`` list)."""
+    of a phrasing catalogue, question set or rewrites file: each predicate's lists of those kinds,
+    then the file's top-level lists of those names (``chatter``)."""
     data = _read_yaml(Path(path))
-    return [t for pred in data["predicates"] for kind in kinds for t in pred.get(kind, [])]
+    top = [t for kind in kinds if isinstance(data.get(kind), list) for t in data[kind]]  # e.g. chatter
+    return [t for pred in data["predicates"] for kind in kinds for t in pred.get(kind, [])] + top
 
 
 def overlap_report(path: str | Path = READER_QUESTIONS,
