@@ -35,6 +35,13 @@ interval (not paired; the uncertainty of a shipped figure, not a choice made on 
 policy with its compile-time repair against the raw policy):
 
     python benchmarks/paired_bootstrap.py --ledgers EVAL/ledgers.jsonl --system clerk --against clerk-repair
+
+``--versus`` with ``--ledgers`` compares one system of two sets of evaluations over the same
+personas, paired (e.g. a recipe's policies of seeds 137, 991 and 4242 against the default's, each
+evaluated on one fresh validation set: a persona is one unit, its counts summed over the seeds):
+
+    python benchmarks/paired_bootstrap.py --ledgers BASE_{137,991,4242}/ledgers.jsonl \
+        --versus ARM_{137,991,4242}/ledgers.jsonl [--teacher-forced]
 """
 
 from __future__ import annotations
@@ -150,6 +157,9 @@ def main() -> None:
     ap.add_argument("--system", default="clerk", help="the system whose rows --ledgers reads")
     ap.add_argument("--against", help="with --ledgers: a second system of the same files, compared paired "
                                       "(its F1 minus --system's)")
+    ap.add_argument("--versus", type=Path, nargs="+",
+                    help="with --ledgers: the same system in these evaluations, compared paired (their F1 minus "
+                         "--ledgers')")
     ap.add_argument("--teacher-forced", action="store_true",
                     help="with --ledgers: the teacher-forced scores (op_tf_*) instead of the closed-loop ones")
     ap.add_argument("--reads", type=Path, nargs=2, metavar=("A", "B"),
@@ -159,7 +169,9 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0, help="the bootstrap's random seed")
     args = ap.parse_args()
     if args.ledgers:
-        return two_systems(args) if args.against else one_run(args)
+        if args.against and args.versus:
+            ap.error("give --against (two systems of the same files) or --versus (two sets of files), not both")
+        return two_systems(args) if args.against or args.versus else one_run(args)
     if args.reads:
         return two_readers(args)
     if not args.timelines or not args.a or not args.b:
@@ -205,12 +217,17 @@ def system_rows(paths: list[Path], system: str, args: argparse.Namespace) -> dic
 
 
 def two_systems(args: argparse.Namespace) -> None:
-    """Paired F1 difference (--against) - (--system) per kind, two systems of the same
-    evaluations (the same personas and sessions), personas resampled."""
-    a_by, b_by = system_rows(args.ledgers, args.system, args), system_rows(args.ledgers, args.against, args)
+    """Paired F1 difference B - A per kind, personas resampled: two systems of the same evaluations
+    (--against: B is that system), or one system of two sets of evaluations over the same personas
+    (--versus: B is --system in those files)."""
+    a_by = system_rows(args.ledgers, args.system, args)
+    if args.versus:
+        b_by, names = system_rows(args.versus, args.system, args), {"a": "--ledgers", "b": "--versus"}
+    else:
+        b_by, names = system_rows(args.ledgers, args.against, args), {"a": args.system, "b": args.against}
     if set(a_by) != set(b_by):
-        raise SystemExit(f"{args.system} and {args.against} score different personas: {sorted(set(a_by) ^ set(b_by))[:5]}")
-    print(json.dumps(paired_f1(a_by, b_by, args, a=args.system, b=args.against), indent=1))
+        raise SystemExit(f"{names['a']} and {names['b']} score different personas: {sorted(set(a_by) ^ set(b_by))[:5]}")
+    print(json.dumps(paired_f1(a_by, b_by, args, **names, system=args.system), indent=1))
 
 
 def one_run(args: argparse.Namespace) -> None:
