@@ -3,7 +3,7 @@
 Between the strict reducer (refuse the program) and the lenient one (skip the op) lies a third
 reading of a writer's invalid op: a small policy that writes "ADD job chef" while the ledger holds
 a job meant to change it. :func:`repair` walks a program against the ledger as it stands before
-each op and rewrites exactly four rejections, deterministically:
+each op and rewrites exactly five rejections, deterministically:
 
 * ``key_held`` (ADD of a (subject, key) a slot holds): an UPDATE of that slot to the new value;
   nothing when the slot holds that value, live (the ADD restated the fact); when it holds it
@@ -11,7 +11,10 @@ each op and rewrites exactly four rejections, deterministically:
 * ``update_same_value`` (UPDATE to the value held): nothing (the fact was restated);
 * ``tombstone_dead`` (TOMBSTONE of a tombstoned slot): nothing;
 * ``budget_full`` (ADD with no free slot): the EVICT the oracle would write (the least salient
-  slot, :func:`clerk.slots.least_salient`), then the ADD.
+  slot, :func:`clerk.slots.least_salient`), then the ADD;
+* ``unknown_key`` (an op on a key no slot holds): an UPDATE becomes the ADD of its fact (the ledger
+  lacks the fact the line states, so it is new), repaired in turn if the ledger is full; a
+  TOMBSTONE or an EVICT goes (there is nothing to retract or free).
 
 Every other op goes through unchanged (the lenient reducer then applies it or skips it as before,
 so its rejection is still counted). Each rewrite is named by the rejection it answers; the memory
@@ -29,7 +32,7 @@ from clerk import ledger as L
 from clerk.form import LedgerForm
 
 #: The rejections :func:`repair` rewrites, in :data:`clerk.ledger.REJECTION_CODES` order.
-REPAIRED = ("key_held", "budget_full", "update_same_value", "tombstone_dead")
+REPAIRED = ("unknown_key", "key_held", "budget_full", "update_same_value", "tombstone_dead")
 
 
 def _one(ledger: L.Ledger, op: Any, code: str) -> list[dict]:
@@ -45,7 +48,11 @@ def _one(ledger: L.Ledger, op: Any, code: str) -> list[dict]:
         return [{**update, "w": op["w"]} if "w" in op else update]
     if code == "budget_full":
         return [{"op": "EVICT", "i": L.least_salient(ledger)}, op]
-    return []  # update_same_value, tombstone_dead: the writer restated what the ledger holds
+    if code == "unknown_key" and op["op"] == "UPDATE":
+        return [{"op": "ADD", **{k: op[k] for k in ("s", "p", "o", "w") if k in op}}]
+    # update_same_value, tombstone_dead: the writer restated what the ledger holds; unknown_key of a
+    # TOMBSTONE or EVICT: nothing held to retract or free
+    return []
 
 
 def repair(ledger: L.Ledger, program: Any, now: int, form: LedgerForm | None = None) -> tuple[Any, list[str]]:
@@ -65,12 +72,16 @@ def repair(ledger: L.Ledger, program: Any, now: int, form: LedgerForm | None = N
         return program, []
     current, out, codes = ledger, [], []
     for op in program:
-        found = L.rejection(current, op, form)
-        ops = [op]
-        if found is not None and found[0] in REPAIRED:
-            ops = _one(current, op, found[0])
-            codes.append(found[0])
-        for new in ops:
+        pending = [op]
+        while pending:  # a rewrite may meet a rejection of its own (an UPDATE's ADD into a full ledger)
+            new = pending.pop(0)
+            found = L.rejection(current, new, form)
+            if found is not None and found[0] in REPAIRED:
+                rewritten = _one(current, new, found[0])
+                codes.append(found[0])
+                if rewritten != [new]:
+                    pending = rewritten + pending
+                    continue
             out.append(new)
             current, _ = L.reduce(current, [new], now, strict=False, form=form)
     return out, codes

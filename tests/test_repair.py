@@ -24,7 +24,7 @@ def _codes(ledger, program) -> list[str]:
 @settings(max_examples=300, deadline=None)
 @given(st.data())
 def test_no_repaired_rejection_survives(data):
-    """After repair the lenient reducer meets none of the four rejections it answers; every other
+    """After repair the lenient reducer meets none of the five rejections it answers; every other
     rejection is still there, as often as the ops that carry it (nothing is hidden)."""
     ledger = data.draw(ledgers())
     program = data.draw(programs(len(ledger)))
@@ -45,7 +45,7 @@ def test_a_valid_program_is_left_alone(data):
 
 
 def test_each_rule():
-    """The four rewrites, one at a time (the guard: without repair each op is rejected)."""
+    """The five rewrites, one at a time (the guard: without repair each op is rejected)."""
     led = L.reduce(L.empty_ledger(2), [{"op": "ADD", "s": "Ari", "p": "job", "o": "nurse"},
                                         {"op": "ADD", "s": "Ari", "p": "pet", "o": "cat"}], 0)[0]
     led = L.reduce(led, [{"op": "TOMBSTONE", "i": 1}], 1)[0]
@@ -57,6 +57,20 @@ def test_each_rule():
         "budget_full": ([{"op": "ADD", "s": "Ari", "p": "car", "o": "Fiat"}],
                         [{"op": "EVICT", "i": L.least_salient(led)}, {"op": "ADD", "s": "Ari", "p": "car", "o": "Fiat"}]),
     }
+    unknown = {
+        "UPDATE": ([{"op": "UPDATE", "i": -1, "s": "Ari", "p": "car", "o": "Fiat"}],
+                   [{"op": "EVICT", "i": L.least_salient(led)}, {"op": "ADD", "s": "Ari", "p": "car", "o": "Fiat"}],
+                   ["unknown_key", "budget_full"]),
+        "TOMBSTONE": ([{"op": "TOMBSTONE", "i": -1}], [], ["unknown_key"]),
+        "EVICT": ([{"op": "EVICT", "i": -1}], [], ["unknown_key"]),
+    }
+    for program, expected, codes in unknown.values():
+        assert _codes(led, program) == ["unknown_key"]
+        assert repair(led, program, 2) == (expected, codes)
+        assert _codes(led, expected) == []
+    # with a free slot the UPDATE of an unheld key is just its ADD
+    roomy = L.reduce(L.empty_ledger(3), [{"op": "ADD", "s": "Ari", "p": "job", "o": "nurse"}], 0)[0]
+    assert repair(roomy, unknown["UPDATE"][0], 2) == ([{"op": "ADD", "s": "Ari", "p": "car", "o": "Fiat"}], ["unknown_key"])
     for code, (program, expected) in cases.items():
         assert _codes(led, program) == [code]
         assert repair(led, program, 2) == (expected, [code])

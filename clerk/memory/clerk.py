@@ -32,9 +32,10 @@ class UnconstrainedClerkMemory(ClerkMemory):
 class RepairedClerkMemory(ClerkMemory):
     """The same trained policy, its invalid ops rewritten by the named repair of
     :mod:`clerk.repair` (ADD of a held key -> UPDATE, an ADD into a full ledger -> the salience
-    EVICT first, restatements dropped) before the lenient reducer applies the program."""
+    EVICT first, restatements dropped, an UPDATE of an unheld key -> ADD, a TOMBSTONE or EVICT of
+    one dropped) before the lenient reducer applies the program."""
 
-    version = "1"
+    version = "2"
 
     def propose(self, states: list, timelines: list[dict], sessions: list[dict]) -> list[Proposal]:
         from clerk.form import timeline_form
