@@ -76,12 +76,10 @@ def repair(ledger: L.Ledger, program: Any, now: int, form: LedgerForm | None = N
         while pending:  # a rewrite may meet a rejection of its own (an UPDATE's ADD into a full ledger)
             new = pending.pop(0)
             found = L.rejection(current, new, form)
-            if found is not None and found[0] in REPAIRED:
-                rewritten = _one(current, new, found[0])
+            if found is not None and found[0] in REPAIRED:  # no rewrite is the op itself alone
                 codes.append(found[0])
-                if rewritten != [new]:
-                    pending = rewritten + pending
-                    continue
+                pending = _one(current, new, found[0]) + pending
+                continue
             out.append(new)
             current, _ = L.reduce(current, [new], now, strict=False, form=form)
     return out, codes

@@ -107,6 +107,8 @@ class TestWithRewrites:
         catalogue = load_catalogue(split="train")
         with pytest.raises(UserError, match="'current' is not a kind of the rewrites"):
             with_rewrites(catalogue, ("current",))
+        with pytest.raises(UserError, match="'add' is named twice"):
+            GeneratorConfig(seed=7, split="train", rewrites=("add", "update", "add"))
         path = tmp_path / "r.yaml"
         path.write_text("chatter: ['Hm.']\npredicates:\n  - key: job\n    add: ['{value}']\n    update: ['{value}']\n"
                         "    tombstone: ['x']", encoding="utf-8")

@@ -196,6 +196,29 @@ def _templates(mapping: dict, key: str, where: str, required: tuple, allowed: tu
     return out
 
 
+def keyed_lists(data: Any, path: Path, label: str,
+                rules: dict[str, tuple[tuple, tuple]]) -> dict[str, dict[str, tuple[str, ...]]]:
+    """A read file's (``data``, from ``path``) ``predicates`` list of ``{key, <kind>: [templates]}`` (the reader's question set,
+    the policy's rewrites): per key, each kind of ``rules`` checked with its (required, allowed)
+    placeholders; keys unique. ``label`` names the file in errors ("question set", "rewrites file").
+
+    Raises:
+        UserError: no non-empty ``predicates`` list, an entry without a string ``key``, a repeated
+            key, a missing or bad template list.
+    """
+    if not isinstance(data, dict) or not isinstance(data.get("predicates"), list) or not data["predicates"]:
+        raise UserError(f"{label} {path}: expected a mapping with a non-empty 'predicates' list")
+    out: dict[str, dict[str, tuple[str, ...]]] = {}
+    for i, raw in enumerate(data["predicates"]):
+        where = f"{label} {path}: predicates[{i}]"
+        if not isinstance(raw, dict) or not isinstance(raw.get("key"), str):
+            raise UserError(f"{where}: expected a mapping with a string 'key'")
+        if raw["key"] in out:
+            raise UserError(f"{where}: predicate key {raw['key']!r} appears twice")
+        out[raw["key"]] = {kind: _templates(raw, kind, where, *rule) for kind, rule in rules.items()}
+    return out
+
+
 def _parse_predicate(raw: Any, where: str) -> Predicate:
     if not isinstance(raw, dict):
         raise UserError(f"{where}: expected a mapping, got {_brief(raw)}")

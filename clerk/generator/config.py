@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from clerk.errors import UserError
 from clerk.generator.catalogue import SPLITS
-from clerk.generator.rewrites import REWRITE_KINDS
+from clerk.generator.rewrites import REWRITE_KINDS, check_kinds
 from clerk.settings import MAX_BUDGET, MAX_PERSONAS, MAX_SESSIONS, setting
 
 #: Personas per split when ``--personas`` is not given (SPEC default sizes).
@@ -165,11 +165,7 @@ class GeneratorConfig:
         if type(self.forgets) is not int or not 0 <= self.forgets <= self.sessions - 1:
             raise UserError(f"forgets must be an int from 0 to sessions - 1 = {self.sessions - 1} "
                             f"(one forget per session >= 1), got {self.forgets!r}")
-        self.rewrites = tuple(self.rewrites)
-        bad = [k for k in self.rewrites if k not in REWRITE_KINDS]
-        if bad or len(set(self.rewrites)) != len(self.rewrites):
-            raise UserError(f"rewrites must be distinct kinds of {', '.join(REWRITE_KINDS)}, "
-                            f"got {list(self.rewrites)!r}")
+        self.rewrites = check_kinds(self.rewrites)
         if self.rewrites and (self.split != "train" or self.world != "closed"):
             raise UserError(f"rewrites: the training-only rewrites word the closed train split only, got split "
                             f"{self.split!r} (world {self.world!r}) with rewrites {list(self.rewrites)!r}")

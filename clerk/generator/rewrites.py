@@ -26,7 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from clerk.errors import UserError
-from clerk.generator.catalogue import _PREDICATE_TEMPLATES, PHRASING_DIR, Catalogue, _read_yaml, _templates
+from clerk.generator.catalogue import (
+    _PREDICATE_TEMPLATES,
+    PHRASING_DIR,
+    Catalogue,
+    _read_yaml,
+    _templates,
+    keyed_lists,
+)
 
 #: The training-only statement rewrites.
 TRAIN_REWRITES = PHRASING_DIR / "train_rewrites.yaml"
@@ -54,17 +61,23 @@ def load_rewrites(path: str | Path = TRAIN_REWRITES) -> Rewrites:
     """
     path = Path(path)
     data = _read_yaml(path)
-    if not isinstance(data, dict) or not isinstance(data.get("predicates"), list) or not data["predicates"]:
-        raise UserError(f"rewrites file {path}: expected a mapping with a non-empty 'predicates' list")
-    out: dict[str, dict[str, tuple[str, ...]]] = {}
-    for i, raw in enumerate(data["predicates"]):
-        where = f"rewrites file {path}: predicates[{i}]"
-        if not isinstance(raw, dict) or not isinstance(raw.get("key"), str):
-            raise UserError(f"{where}: expected a mapping with a string 'key'")
-        if raw["key"] in out:
-            raise UserError(f"{where}: predicate key {raw['key']!r} appears twice")
-        out[raw["key"]] = {kind: _templates(raw, kind, where, *_PREDICATE_TEMPLATES[kind]) for kind in STATEMENT_KINDS}
-    return Rewrites(out, _templates(data, "chatter", f"rewrites file {path}", (), ()))
+    statements = keyed_lists(data, path, "rewrites file", {kind: _PREDICATE_TEMPLATES[kind] for kind in STATEMENT_KINDS})
+    return Rewrites(statements, _templates(data, "chatter", f"rewrites file {path}", (), ()))
+
+
+def check_kinds(kinds: tuple[str, ...]) -> tuple[str, ...]:
+    """``kinds`` as a tuple when each is a distinct kind of :data:`REWRITE_KINDS`.
+
+    Raises:
+        UserError: naming the first kind that is unknown or named twice.
+    """
+    seen: set[str] = set()
+    for kind in kinds:
+        if kind not in REWRITE_KINDS or kind in seen:
+            why = "named twice" if kind in seen else "not a kind of the rewrites"
+            raise UserError(f"rewrites: {kind!r} is {why}; allowed: {', '.join(REWRITE_KINDS)}, each at most once")
+        seen.add(kind)
+    return tuple(kinds)
 
 
 def with_rewrites(catalogue: Catalogue, kinds: tuple[str, ...], path: str | Path = TRAIN_REWRITES) -> Catalogue:
@@ -72,12 +85,10 @@ def with_rewrites(catalogue: Catalogue, kinds: tuple[str, ...], path: str | Path
     predicate's statements; the small talk).
 
     Raises:
-        UserError: a kind outside :data:`REWRITE_KINDS`, or a catalogue predicate the file does not
+        UserError: a kind outside :data:`REWRITE_KINDS` (:func:`check_kinds`), or a catalogue predicate the file does not
             cover (or a file predicate the catalogue lacks).
     """
-    bad = [k for k in kinds if k not in REWRITE_KINDS]
-    if bad:
-        raise UserError(f"rewrites: {bad[0]!r} is not a kind of the rewrites; allowed: {', '.join(REWRITE_KINDS)}")
+    kinds = check_kinds(kinds)
     loaded = load_rewrites(path)
     rewrites = loaded.statements
     keys = [p.key for p in catalogue.predicates]

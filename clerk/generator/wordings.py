@@ -26,8 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from clerk.errors import UserError
-from clerk.generator.catalogue import BUILTIN_PHRASINGS, PHRASING_DIR, _read_yaml, _templates
+from clerk.generator.catalogue import BUILTIN_PHRASINGS, PHRASING_DIR, _read_yaml, keyed_lists
 
 #: The reader's training-only question set.
 READER_QUESTIONS = PHRASING_DIR / "reader_questions.yaml"
@@ -85,21 +84,11 @@ def load_question_set(path: str | Path = READER_QUESTIONS) -> QuestionSet:
         UserError: unreadable file, a missing key, a bad template, a repeated predicate key.
     """
     path = Path(path)
-    data = _read_yaml(path)
-    if not isinstance(data, dict) or not isinstance(data.get("predicates"), list) or not data["predicates"]:
-        raise UserError(f"question set {path}: expected a mapping with a non-empty 'predicates' list")
-    out: dict[str, dict[str, tuple[str, ...]]] = {}
-    for i, raw in enumerate(data["predicates"]):
-        where = f"question set {path}: predicates[{i}]"
-        if not isinstance(raw, dict) or not isinstance(raw.get("key"), str):
-            raise UserError(f"{where}: expected a mapping with a string 'key'")
-        if raw["key"] in out:
-            raise UserError(f"{where}: predicate key {raw['key']!r} appears twice")
-        out[raw["key"]] = {kind: _templates(raw, kind, where, ("name",), ("name",)) for kind in KINDS}
-    return QuestionSet(out)
+    rules = {kind: (("name",), ("name",)) for kind in KINDS}
+    return QuestionSet(keyed_lists(_read_yaml(path), path, "question set", rules))
 
 
-def question_templates(path: str | Path, kinds: tuple[str, ...] = KINDS) -> list[str]:
+def listed_templates(path: str | Path, kinds: tuple[str, ...] = KINDS) -> list[str]:
     """Every template of the lists ``kinds`` (default: the questions, ``current`` and ``temporal``)
     of a phrasing catalogue, question set or rewrites file: each predicate's lists of those kinds,
     then the file's top-level lists of those names (``chatter``)."""
@@ -116,10 +105,10 @@ def overlap_report(path: str | Path = READER_QUESTIONS,
     template's nearest one, the templates at or above ``MAX_JACCARD`` and the exact repeats
     (template texts only; the held-out files' texts are never returned). The default compares the
     reader's question set with every split's questions."""
-    mine = [(t, tokens(t)) for t in question_templates(path, kinds)]
+    mine = [(t, tokens(t)) for t in listed_templates(path, kinds)]
     report: dict[str, Any] = {"templates": len(mine), "max_jaccard_allowed": MAX_JACCARD}
     for split in against:
-        theirs = question_templates(BUILTIN_PHRASINGS[split], kinds)
+        theirs = listed_templates(BUILTIN_PHRASINGS[split], kinds)
         their_tokens = [tokens(t) for t in theirs]
         nearest = [max(jaccard(words, o) for o in their_tokens) for _, words in mine]
         report[split] = {

@@ -158,7 +158,7 @@ def code(verb):
     return module_code(VERBS[verb][0])
 
 
-# The policy's training-only statement rewrites: an input of a split whose `rewrites` names a kind.
+# The policy's training-only wording: an input of a split whose `rewrites` names a kind.
 TRAIN_REWRITES = "clerk/phrasing/train_rewrites.yaml"
 # The built-in phrasing data (the catalogue, its wordings and the open world's key space).
 BUILTIN_PHRASINGS = sorted(
@@ -174,7 +174,7 @@ def get_phrasings(wildcards):
 
 
 def get_rewrites(wildcards):
-    """The rewrites file where the split's `rewrites` names a statement kind, else nothing."""
+    """The rewrites file where the split's `rewrites` names a kind, else nothing."""
     return [TRAIN_REWRITES] if config["data"][wildcards.split].get("rewrites") else []
 
 
