@@ -186,8 +186,9 @@ def _cross_checks(config: dict[str, Any]) -> list[str]:
                             "train (the rewrites are training-only wording: test and the held-out splits keep their own)")
     if get("data", "train", "rewrites") and get("data", "phrasings"):
         problems.append(f"config.data.train.rewrites: {get('data', 'train', 'rewrites')} with config.data.phrasings "
-                        f"{get('data', 'phrasings')!r} (the rewrites extend the built-in catalogue; write extra "
-                        "statements into your own file and leave rewrites empty)")
+                        f"{get('data', 'phrasings')!r} (the rewrites extend the built-in catalogue: with your own "
+                        "phrasings file set config.data.train.rewrites: [] and write any extra statements "
+                        "into that file)")
     personas = get("data", "train", "personas")
     if _is_int(personas) and personas == 1:
         problems.append("config.data.train.personas: 1 leaves no persona to validate on (sft.val_fraction holds out "

@@ -160,12 +160,12 @@ class TestValidConfigsStillPass:
         (tmp_path / "model").mkdir()
         for name in ("config.json", "model.safetensors", "tokenizer.json"):  # what a model folder holds
             (tmp_path / "model" / name).write_text("{}")
-        config = _hostile({"locomo.path": str(locomo), "data.phrasings": str(phrasings),
+        config = _hostile({"locomo.path": str(locomo), "data.phrasings": str(phrasings), "data.train.rewrites": [],
                            "model": {**LOCAL, "path": str(tmp_path / "model")}})
         assert validate_config(config)["locomo"]["path"] == str(locomo)
 
     def test_relative_paths_inside_the_repository(self):
-        config = _hostile({"data.phrasings": "clerk/../clerk/phrasing/catalogue.yaml",
+        config = _hostile({"data.phrasings": "clerk/../clerk/phrasing/catalogue.yaml", "data.train.rewrites": [],
                            "locomo.path": "tests/fixtures/locomo/locomo10_mini.json"})
         assert validate_config(config)["data"]["phrasings"].endswith("catalogue.yaml")
 

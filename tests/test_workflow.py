@@ -182,7 +182,7 @@ class TestShellQuoting:
             (repo / name).write_text("{}\n")
         (repo / "config" / "evil.yaml").write_text(yaml.safe_dump({
             "model": {"name": "evil", "kind": "hf", "repo_id": f"org/{self.PAYLOAD}", "revision": "main"},
-            "data": {"phrasings": phrasings},
+            "data": {"phrasings": phrasings, "train": {"rewrites": []}},  # own phrasings: no built-in rewrites
             "locomo": {"path": locomo},
         }))
         proc = _snakemake(repo, "-n", "-p", "--forceall", "--cores", "1", *SMOKE, "config/evil.yaml", timeout=300)

@@ -74,8 +74,8 @@ class DataSection:
 
     budget: int = setting(12, help="ledger slots B", minimum=1, maximum=MAX_BUDGET, verbs=("generate",))
     init_facts: int = setting(4, help="facts stated in session 0", minimum=1, maximum=MAX_BUDGET, verbs=("generate",))
-    train: SplitSection = setting(SplitSection(personas=100, sessions=8, questions=(3, 3)),
-                                  help="the training split (SFT data)")
+    train: SplitSection = setting(SplitSection(personas=100, sessions=8, questions=(3, 3), rewrites=REWRITE_KINDS),
+                                  help="the training split (SFT data), worded with the training-only rewrites")
     test: SplitSection = setting(SplitSection(personas=16, sessions=8, questions=(3, 3), evict_personas=8),
                                  help="the in-distribution test split (table 1)")
     test_ood: SplitSection = setting(SplitSection(personas=16, sessions=8, questions=(3, 3), evict_personas=8),
