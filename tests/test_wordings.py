@@ -144,3 +144,15 @@ class TestRewordedSft:
         changed = {**config, "sft": {**config["sft"], "reworded_questions": 0.25}}
         assert stage_config(changed, "build_sft", seed="137") == stage_config(config, "build_sft", seed="137")
         assert stage_config(changed, "build_sft_reader", seed="31")["reworded_questions"] == 0.25
+
+
+class TestWorkflowInputs:
+    def test_the_question_set_reruns_the_sft_builds_not_the_data(self):
+        """The set is an input of both build-sft rules and left out of generate's phrasing files, so
+        editing it reruns the SFT builds (and what follows), never the persona timelines."""
+        common = (ROOT / "workflow/rules/common.smk").read_text(encoding="utf-8")
+        data = (ROOT / "workflow/rules/data.smk").read_text(encoding="utf-8")
+        assert f'READER_QUESTIONS = "{wordings.READER_QUESTIONS.relative_to(ROOT)}"' in common
+        assert "not in (TRAIN_REWRITES, READER_QUESTIONS, ACCEPTANCE_PHRASINGS)" in common
+        builds = [block for block in data.split("\nrule ") if block.startswith(("build_sft:", "build_sft_reader:"))]
+        assert len(builds) == 2 and all("questions=READER_QUESTIONS" in block for block in builds)

@@ -98,20 +98,21 @@ def listed_templates(path: str | Path, kinds: tuple[str, ...] = KINDS) -> list[s
 
 
 def overlap_report(path: str | Path = READER_QUESTIONS,
-                   against: tuple[str, ...] = ("test_ood", "val_ood", "train"),
+                   against: tuple[str | Path, ...] = ("test_ood", "val_ood", "train"),
                    kinds: tuple[str, ...] = KINDS) -> dict[str, Any]:
     """How close the file's templates of the lists ``kinds`` come to the same lists of each built-in
-    split's file: per split the largest Jaccard index of any pair, the mean over the file of each
+    split's file (a split name) or of another wording file (a Path, reported under its file name):
+    per entry the largest Jaccard index of any pair, the mean over the file of each
     template's nearest one, the templates at or above ``MAX_JACCARD`` and the exact repeats
     (template texts only; the held-out files' texts are never returned). The default compares the
     reader's question set with every split's questions."""
     mine = [(t, tokens(t)) for t in listed_templates(path, kinds)]
     report: dict[str, Any] = {"templates": len(mine), "max_jaccard_allowed": MAX_JACCARD}
     for split in against:
-        theirs = listed_templates(BUILTIN_PHRASINGS[split], kinds)
+        theirs = listed_templates(split if isinstance(split, Path) else BUILTIN_PHRASINGS[split], kinds)
         their_tokens = [tokens(t) for t in theirs]
         nearest = [max(jaccard(words, o) for o in their_tokens) for _, words in mine]
-        report[split] = {
+        report[split.name if isinstance(split, Path) else split] = {
             "templates": len(theirs),
             "max_jaccard": round(max(nearest), 4),
             "mean_nearest_jaccard": round(sum(nearest) / len(nearest), 4),

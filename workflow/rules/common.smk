@@ -160,13 +160,16 @@ def code(verb):
 
 # The policy's training-only wording: an input of a split whose `rewrites` names a kind.
 TRAIN_REWRITES = "clerk/phrasing/train_rewrites.yaml"
+# The reader's training-only question set: read by build-sft, not by generate.
+READER_QUESTIONS = "clerk/phrasing/reader_questions.yaml"
 # The acceptance wording: read by no rule (a held-out split worded by hand, once, at acceptance).
 ACCEPTANCE_PHRASINGS = "clerk/phrasing/acceptance.yaml"
-# The built-in phrasing data (the catalogue, its wordings and the open world's key space).
+# The built-in phrasing data generate reads (the catalogue, its held-out wordings and the open
+# world's key space).
 BUILTIN_PHRASINGS = sorted(
     str(p)
     for p in Path("clerk/phrasing").glob("*.yaml")
-    if str(p) not in (TRAIN_REWRITES, ACCEPTANCE_PHRASINGS)
+    if str(p) not in (TRAIN_REWRITES, READER_QUESTIONS, ACCEPTANCE_PHRASINGS)
 )
 
 

@@ -52,6 +52,7 @@ rule build_sft:
         # The tokenizer sizes the transcript views of the reader's ANSWER examples.
         model=MODEL_DIR,
         code=code("build-sft"),
+        questions=READER_QUESTIONS,
     output:
         sft=directory("results/sft/{seed}"),
     log:
@@ -76,6 +77,7 @@ rule build_sft_reader:
         timelines=get_sft_timelines,
         model=MODEL_DIR,
         code=code("build-sft"),
+        questions=READER_QUESTIONS,
     output:
         sft=directory("results/sft_reader/{seed}"),
     log:
