@@ -177,6 +177,14 @@ class TestRenderPaper:
         with pytest.raises(UserError, match=r"^template line 1: unknown placeholder '\{\{numb:x\}\}'"):
             render_paper("{{numb:x}}", NUMBERS, {})
 
+    def test_verdict_without_its_bounds_is_named(self):
+        """A verdict whose bounds are not in the numbers fails, naming its line and the missing ids."""
+        with pytest.raises(UserError, match=r"^template line 2: the verdict of 'pd.test.full' needs number ids "
+                                            r"pd.test.full.boot_low, pd.test.full.boot_high, pd.test.full.margin"):
+            render_paper("x\n{{verdict:pd.test.full}}\n", NUMBERS, {})
+        with pytest.raises(UserError, match=r"^template line 1: no paired comparison under 'pd.test'"):
+            render_paper("{{verdicts:pd.test}}", NUMBERS, {})
+
     def test_cli_renders_and_fences_mermaid(self, tmp_path, capsys):
         """`clerk render-paper` writes the paper and wraps .mmd includes in a mermaid fence."""
         import json

@@ -570,9 +570,11 @@ def results_world(tmp_path_factory, eviction_csvs) -> Path:
           "--out", str(res / "table5.csv")])
     # The paired table and the learning curve, written here (their verbs need predictions and
     # adapters); the curve's header is the verb's own COLUMNS.
-    rows = ["split,system,n_personas,n_questions,delta,boot_low,boot_high,seed_ci_low,seed_ci_high,conclusive"]
-    rows += [f"{split},{system},4,40,-0.100000,-0.200000,0.000000,-0.300000,0.100000,False"
-             for split in ("test", "test_ood") for system in ("oracle", "prompted-ledger", "full", "window", "rag", "add-only")]
+    rows = ["split,system,n_personas,n_questions,delta,boot_low,boot_high,seed_ci_low,seed_ci_high,margin,conclusive"]
+    bounds = {"oracle": (-0.2, -0.1), "full": (0.1, 0.3), "window": (0.01, 0.2)}  # behind, ahead, within the margin
+    rows += [f"{split},{system},4,40,-0.100000,{low:.6f},{high:.6f},-0.300000,0.100000,0.050000,{low > 0.05 or high < -0.05}"
+             for split in ("test", "test_ood") for system in ("oracle", "prompted-ledger", "full", "window", "rag", "add-only")
+             for low, high in [bounds.get(system, (-0.2, 0.0))]]
     (res / "table_paired.csv").write_text("\n".join(rows) + "\n")
     (res / "curve").mkdir()
     (res / "curve" / "learning_curve.csv").write_text(
@@ -620,6 +622,32 @@ class TestTemplate:
         paper = render_paper(TEMPLATE.read_text(), numbers, includes)
         assert "{{" not in paper and "<table1>" in paper
         assert f"[^num-t1.clerk.accuracy_mean]: `t1.clerk.accuracy_mean` = {nums['t1.clerk.accuracy_mean']['text']}" in paper
+
+    def test_verdicts_are_computed_from_the_numbers(self, results_world):
+        """The template's verdicts follow the paired intervals: the fixture's verdicts appear, and
+        moving one interval across zero changes the rendered claim (nothing is typed by hand)."""
+        numbers = build_numbers(yaml.safe_load(SPEC.read_text()), results_world)
+        includes = {name: f"<{name}>" for name in [*wiring.PAPER_INCLUDES, "locomo"]}
+        paper = render_paper(TEMPLATE.read_text(), numbers, includes)
+        assert ("CLERK is conclusively ahead of `full`, conclusively behind `oracle`, and not conclusively apart "
+                "from `prompted-ledger`, `window`, `rag` and `add-only`") in paper
+        assert "not conclusive: its interval clears zero by less than the machine margin" not in paper
+        assert paper.count("conclusive beyond the machine margin of 0.050[^num-pd.test.full.margin]") == 1
+        nums = numbers["numbers"]
+        for bound, value in (("boot_low", 0.01), ("boot_high", 0.02)):
+            nums[f"pd.test_ood.full.{bound}"] = dict(nums[f"pd.test_ood.full.{bound}"], value=value)
+        moved = render_paper(TEMPLATE.read_text(), numbers, includes)
+        assert moved.count("not conclusive: its interval clears zero by less than the machine margin of "
+                           "0.050[^num-pd.test_ood.full.margin]") == 3  # abstract, OOD paragraph, limitations
+
+    def test_checked_sections_state_no_verdict_by_hand(self):
+        """Outside the placeholders, the checked sections hold no verdict words (conclusive or not,
+        an interval including zero, ahead of or behind a system) except the rule's definition."""
+        text = TEMPLATE.read_text()
+        prose = re.sub(r"\{\{.*?\}\}|<!--.*?-->", " ", text, flags=re.S)
+        found = re.findall(r"(?i)\b(?:not conclusive|conclusively|is conclusive|(?:includes|excludes|reaches) zero|"
+                           r"ahead of|behind|lead shrinks)\b", prose)
+        assert found == []
 
     def test_spec_sources_are_workflow_outputs(self):
         """Every file numbers.yaml reads is one of the workflow's final targets."""

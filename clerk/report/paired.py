@@ -35,6 +35,7 @@ from clerk.memory.registry import MEMORY_REGISTRY
 from clerk.report.stats import CI_LEVEL, aggregate
 from clerk.report.systems import SYSTEM_ORDER
 from clerk.report.tabular import markdown_table, ordered, write_csv, write_text
+from clerk.report.verdicts import verdict
 
 #: The system every other is compared with (the one the registry declares the reference: clerk).
 REFERENCE = MEMORY_REGISTRY.reference()
@@ -140,7 +141,7 @@ def paired_from_units(units: dict[tuple, dict[str, dict[Any, bool]]], n_boot: in
                 "split": split, "system": system, "reference": reference, "n_seeds": len(seeds),
                 "n_personas": len(counts), "n_questions": int(n_q.sum()), "delta": float(delta),
                 "boot_low": low, "boot_high": high, "margin": float(margin),
-                "conclusive": bool(low > margin or high < -margin),
+                "conclusive": verdict(low, high, margin) in ("ahead", "behind"),
                 "seed_mean": seed_stats["mean"], "seed_ci_low": seed_stats["ci_low"], "seed_ci_high": seed_stats["ci_high"],
             })
     return rows
@@ -164,7 +165,7 @@ def paired_markdown(rows: list[dict[str, Any]]) -> str:
 
 def not_conclusive_reason(row: dict[str, Any]) -> str:
     """Why a comparison is not conclusive: its interval includes zero, or clears it by less than the margin."""
-    if row["boot_low"] <= 0 <= row["boot_high"]:
+    if verdict(row["boot_low"], row["boot_high"], row["margin"]) == "includes zero":
         return "no (interval includes 0)"
     return "no (interval clears 0 by less than the machine spread)"
 

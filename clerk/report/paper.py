@@ -3,7 +3,9 @@
 Template syntax: ``{{num:ID}}`` prints number ID of numbers.json followed by a footnote reference
 (``0.734[^num-ID]``) whose definition, appended to the paper, gives the rule, file, key and sha256;
 ``{{include:NAME}}`` inserts the file given by ``--include NAME=FILE`` verbatim (``.mmd`` files,
-e.g. ``snakemake --rulegraph mermaid-js``, are wrapped in a mermaid code fence). Sections can be
+e.g. ``snakemake --rulegraph mermaid-js``, are wrapped in a mermaid code fence);
+``{{verdict:PREFIX}}`` and ``{{verdicts:PREFIX}}`` state the paired table's verdicts in words,
+computed from the numbers (:mod:`clerk.report.verdicts`), so no claim is typed by hand. Sections can be
 checked for numbers typed by hand (:func:`template_literal_digits`). Two of the includes are
 written here: the run environment (:func:`environment_markdown`) and, when LoCoMo is off, the
 paragraph saying so (:data:`LOCOMO_NOT_RUN`).
@@ -21,6 +23,7 @@ from typing import NamedTuple
 
 from clerk.errors import UserError
 from clerk.provenance.numbers import footnote, reference
+from clerk.report.verdicts import fill_verdict
 
 _PLACEHOLDER = re.compile(r"\{\{\s*([A-Za-z_]+)\s*:\s*([^{}]*?)\s*\}\}")
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
@@ -42,7 +45,8 @@ LOCOMO_NOT_RUN = (
 
 
 def render_paper(template: str, numbers: dict, includes: dict[str, str]) -> str:
-    """Fill ``{{num:ID}}`` and ``{{include:NAME}}`` and append one footnote per number used.
+    """Fill ``{{num:ID}}``, ``{{include:NAME}}`` and the verdicts (``{{verdict:PREFIX}}``,
+    ``{{verdicts:PREFIX}}``: :mod:`clerk.report.verdicts`), and append one footnote per number used.
 
     Args:
         numbers: the content of numbers.json (``{"numbers": {id: entry}}``).
@@ -56,10 +60,12 @@ def render_paper(template: str, numbers: dict, includes: dict[str, str]) -> str:
     def fill(match: re.Match) -> str:
         kind, name = match.group(1), match.group(2)
         line = template.count("\n", 0, match.start()) + 1
+        if kind in ("verdict", "verdicts"):
+            return fill_verdict(kind, name, nums, cite, line)
         known = {"num": nums, "include": includes}.get(kind)
         if known is None:
             raise UserError(f"template line {line}: unknown placeholder '{{{{{kind}:{name}}}}}'; "
-                            "use {{num:ID}} or {{include:NAME}}")
+                            "use {{num:ID}}, {{include:NAME}}, {{verdict:PREFIX}} or {{verdicts:PREFIX}}")
         if name not in known:
             close = difflib.get_close_matches(name, list(known), n=3)
             hint = f" (did you mean {', '.join(close)}?)" if close else ""
@@ -67,6 +73,9 @@ def render_paper(template: str, numbers: dict, includes: dict[str, str]) -> str:
             raise UserError(f"template line {line}: unknown {what} '{name}'{hint}")
         if kind == "include":
             return includes[name].rstrip("\n")
+        return cite(name)
+
+    def cite(name: str) -> str:
         used[name] = True
         return reference(name, nums[name]["text"])
 
