@@ -528,6 +528,17 @@ class TestReader:
         assert len(reader._empty) == n_empty
         assert Reader(reader_model, tokenizer, pmi=0.0).choose(("x",), views[0][0], views[0][1]) == plain[:len(views[0][1])]
 
+    def test_empty_view_is_scored_once_for_both_terms(self, reader_model, tokenizer):
+        """With pmi, the empty view (the null system) is scored once: its calibration scores are its
+        scores, so its prefix is encoded once, and it answers as the plain rule does (a view minus
+        a fraction of itself ranks the options as the view does)."""
+        questions = _full_views(tokenizer)[1][1]
+        reader = Reader(reader_model, tokenizer, pmi=0.5)
+        got = reader.choose(("null", "Ari"), "", questions)
+        assert got == [_plain_choice(reader_model, tokenizer, "", q) for q in questions]
+        empty = len(tokenizer(split_prompt(_prompt(tokenizer, ""))[0], add_special_tokens=False)["input_ids"])
+        assert reader.stats["encoded_tokens"] == empty and len(reader._empty) == len(questions)
+
     def test_memo_of_repeated_questions(self, reader_model, tokenizer):
         """The same view, question and options read again (by another system) reuse the choice:
         a memo hit, nothing encoded; other options are scored anew."""

@@ -20,6 +20,10 @@ Cost (reading is most of an evaluation's time) is paid once per distinct piece o
 3. **Repeated questions.** The same view text, question and options read by another system (a
    clerk ledger equal to the oracle's) reuse the chosen option: the reader is deterministic,
    so this is a cache, not an approximation.
+4. **The empty view is the calibration's.** With ``pmi`` > 0 a view that is empty (the ``null``
+   system; a ledger that holds nothing) is scored once per question for both terms: its
+   calibration scores are its scores (LoCoMo's ``null`` row over every question otherwise paid a
+   second pass over all of them).
 
 The rule reader answers from a ledger with ``generator.reference_answer``, the function that
 defines the gold answers, so the oracle ledger must score 100 % with it: an end-to-end check of
@@ -66,6 +70,7 @@ class Reader:
         self._memo: dict[tuple, int] = {}
         self._empty: dict[tuple, list[float]] = {}
         self._last: dict[Hashable, tuple[str, Any]] = {}
+        self._empty_prefix: str | None = None
         self.stats = {"questions": 0, "memo_hits": 0, "encoded_tokens": 0, "extended": 0}
 
     def _ids(self, text: str) -> list[int]:
@@ -116,16 +121,29 @@ class Reader:
         self.stats["memo_hits"] += len(questions) - len(todo)
         if todo:
             with torch.inference_mode():
-                prefix = self._prefix(key, prefix_text)
-                queries = [Query(tuple(self._ids(parts[k][1])), tuple(tuple(self._ids(o)) for o in questions[k]["options"]))
-                           for k in todo]
-                scored = score_tree(self.model, prefix, queries)
+                if self.pmi and prefix_text == self._empty_prefix_text():
+                    # The empty view (no memory: the null system, an empty ledger) is the calibration's
+                    # own view: its scores are the calibration's, computed once (point 4).
+                    scored = self._empty_scores([questions[k] for k in todo])
+                else:
+                    prefix = self._prefix(key, prefix_text)
+                    queries = [Query(tuple(self._ids(parts[k][1])), tuple(tuple(self._ids(o)) for o in questions[k]["options"]))
+                               for k in todo]
+                    scored = score_tree(self.model, prefix, queries)
                 if self.pmi:
                     empty = self._empty_scores([questions[k] for k in todo])
                     scored = [[s - self.pmi * e for s, e in zip(row, base)] for row, base in zip(scored, empty)]
                 for k, scores in zip(todo, scored):
                     self._memo[memo_keys[k]] = pick(scores)
         return [self._memo[mk] for mk in memo_keys]
+
+    def _empty_prefix_text(self) -> str:
+        """The view prefix of an answer prompt over the empty view (the same for every question)."""
+        from clerk.models.loading import chat_prompt
+
+        if self._empty_prefix is None:
+            self._empty_prefix = split_prompt(chat_prompt(self.tokenizer, prompts.answer_messages("", "?")))[0]
+        return self._empty_prefix
 
     def _empty_scores(self, questions: list[dict]) -> list[list[float]]:
         """Mean log-probability of every option after the empty view, once per (question, options)."""
