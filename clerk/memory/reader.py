@@ -121,17 +121,17 @@ class Reader:
         self.stats["memo_hits"] += len(questions) - len(todo)
         if todo:
             with torch.inference_mode():
-                if self.pmi and prefix_text == self._empty_prefix_text():
+                empty = self._empty_scores([questions[k] for k in todo]) if self.pmi else None
+                if empty is not None and prefix_text == self._empty_prefix_text():
                     # The empty view (no memory: the null system, an empty ledger) is the calibration's
-                    # own view: its scores are the calibration's, computed once (point 4).
-                    scored = self._empty_scores([questions[k] for k in todo])
+                    # own view: its scores are the calibration's (point 4).
+                    scored = empty
                 else:
                     prefix = self._prefix(key, prefix_text)
                     queries = [Query(tuple(self._ids(parts[k][1])), tuple(tuple(self._ids(o)) for o in questions[k]["options"]))
                                for k in todo]
                     scored = score_tree(self.model, prefix, queries)
-                if self.pmi:
-                    empty = self._empty_scores([questions[k] for k in todo])
+                if empty is not None:
                     scored = [[s - self.pmi * e for s, e in zip(row, base)] for row, base in zip(scored, empty)]
                 for k, scores in zip(todo, scored):
                     self._memo[memo_keys[k]] = pick(scores)
@@ -155,7 +155,7 @@ class Reader:
         if todo:
             parts = [split_prompt(chat_prompt(self.tokenizer, prompts.answer_messages("", question)))
                      for question, _ in todo]
-            prefix = self._prefix(("<empty view>",), parts[0][0])
+            prefix = self._prefix(("<empty view>",), self._empty_prefix_text())
             queries = [Query(tuple(self._ids(suffix)), tuple(tuple(self._ids(o)) for o in options))
                        for (_, suffix), (_, options) in zip(parts, todo)]
             for key, scores in zip(todo, score_tree(self.model, prefix, queries)):

@@ -73,14 +73,13 @@ def verdict_text(nums: dict[str, dict], prefix: str, cite: Callable[[str], str],
     return f"not conclusive: its interval clears zero by less than the machine margin of {cite(f'{prefix}.margin')}"
 
 
-def _names(systems: list[str]) -> str:
-    """``a``, ``a and b``, ``a, b and c`` with each name in code font.
+def _series(items: list[str], last: str = " and ") -> str:
+    """``a``, ``a and b``, ``a, b and c`` (``last`` joins the final item).
 
-    >>> _names(["full"]), _names(["full", "rag", "window"])
-    ('`full`', '`full`, `rag` and `window`')
+    >>> _series(["`full`"]), _series(["a", "b", "c"]), _series(["a", "b"], last=", and ")
+    ('`full`', 'a, b and c', 'a, and b')
     """
-    quoted = [f"`{s}`" for s in systems]
-    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} and {quoted[-1]}"
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])}{last}{items[-1]}"
 
 
 def verdicts_text(nums: dict[str, dict], prefix: str, where: str) -> str:
@@ -105,12 +104,11 @@ def verdicts_text(nums: dict[str, dict], prefix: str, where: str) -> str:
     for system in systems:
         found = verdict(*_bounds(nums, f"{prefix}.{system}", where))
         groups[found if found in ("ahead", "behind") else "apart"].append(system)
-    parts = [f"{label} {_names(groups[key])}" for key, label in (("ahead", "conclusively ahead of"),
+    parts = [f"{label} {_series([f'`{s}`' for s in groups[key]])}" for key, label in (("ahead", "conclusively ahead of"),
                                                                 ("behind", "conclusively behind"),
                                                                 ("apart", "not conclusively apart from"))
              if groups[key]]
-    body = parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])}, and {parts[-1]}"
-    return f"{REFERENCE_NAME} is {body}"
+    return f"{REFERENCE_NAME} is {_series(parts, last=', and ')}"
 
 
 def fill_verdict(kind: str, name: str, nums: dict[str, Any], cite: Callable[[str], str], line: int) -> str:
