@@ -222,6 +222,16 @@ def _first_seed_snapshots(config: dict, wildcards: dict) -> dict:
     return {"snapshot_steps": config["train"]["snapshot_steps"] if first else 0}
 
 
+def _generate(config: dict, wildcards: dict) -> dict:
+    """The split to word (the long-horizon probe uses the test names and phrasings); the reader's
+    seed trains on ``reader.personas`` personas, whatever the policies' ``data.train.personas``."""
+    split = wildcards["split"]
+    out: dict[str, Any] = {"split": "test" if split == "long" else split}
+    if split == "train" and str(wildcards.get("seed")) == reader_seed(config):
+        out["personas"] = config["reader"]["personas"]
+    return out
+
+
 def _locomo(seeded: bool) -> Callable[[dict, dict], dict]:
     """The LoCoMo job's systems (:func:`locomo_systems`); a configured path wins over a download."""
     def job(config: dict, wildcards: dict) -> dict:
@@ -242,9 +252,7 @@ def _model(config: dict, wildcards: dict) -> dict:
 #: Every rule that runs a verb with a ``--config`` object: the verb, the sections it reads (keys
 #: of clerk.config.SECTIONS; ``data.{split}``: the job's split) and what depends on the job.
 STAGES: dict[str, Stage] = {
-    # the long-horizon probe uses the test names and phrasings
-    "generate": Stage("generate", ("data", "data.{split}"),
-                      lambda c, w: {"split": "test" if w["split"] == "long" else w["split"]}),
+    "generate": Stage("generate", ("data", "data.{split}"), _generate),
     "generate_forget": Stage("generate", ("data", "erasure"), lambda c, w: {"split": "test"}),
     "generate_open": Stage("generate", ("data.open",), lambda c, w: {"world": "open", "split": "train"}),
     # a policy of its own keeps no question, so the questions' wording is not its setting

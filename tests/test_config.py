@@ -186,6 +186,19 @@ class TestValidateConfig:
         del config["reader"]["precision"]  # the section's default, the default profile's
         assert stage_config(validate_config(config), "train_reader", seed="31")["precision"] == "fp32"
 
+    def test_reader_seed_trains_on_its_own_persona_count(self):
+        """The reader's seed generates reader.personas training personas, each policy seed
+        data.train.personas: a change of the policies' data leaves the instrument's data alone."""
+        from clerk.wiring import stage_config
+
+        config = validate_config(_default())
+        config["data"]["train"]["personas"], config["reader"]["personas"] = 200, 100
+        assert stage_config(config, "generate", split="train", seed="137")["personas"] == 200
+        assert stage_config(config, "generate", split="train", seed="31")["personas"] == 100
+        assert stage_config(config, "generate", split="test", seed="31")["personas"] == config["data"]["test"]["personas"]
+        config["evaluate"]["reader_model"] = "adapter"  # one adapter for both tasks: no reader seed
+        assert stage_config(config, "generate", split="train", seed="31")["personas"] == 200
+
     @pytest.mark.parametrize("field", ["sft.answer_views", "sft.evict_weight", "evaluate.reader_model",
                                        "evaluate.teacher_forced"])
     def test_required(self, field):

@@ -74,6 +74,8 @@ class ReaderSection:
     shared by every experiment seed."""
 
     seed: int = setting(31, help="the reader's own seed: its training personas; not one of `seeds`", minimum=0)
+    personas: int = setting(100, help="training personas of the reader's seed (its train split; data.train.personas "
+                            "sizes the policies')", minimum=1)
     answer_ratio: float = setting(2.0, help="ANSWER examples per CONSOLIDATE example of the same split",
                                   exclusive_minimum=0, verbs=("build-sft",))
     max_steps: int = setting(1200, help="training steps of the reader adapter", minimum=1, verbs=_TRAIN)

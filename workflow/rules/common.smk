@@ -199,7 +199,7 @@ def _config_with_inputs(stage, inputs, **paths):
 
 def get_generate_config(wildcards):
     """`clerk generate` of one split: sizes, budget, initial facts, phrasings if configured."""
-    return stage_json(config, "generate", split=wildcards.split)
+    return stage_json(config, "generate", split=wildcards.split, seed=wildcards.seed)
 
 
 def get_forget_config(wildcards):
